@@ -1,0 +1,41 @@
+# Thin wrapper over CMake. `make` builds a release-ish tree in build/;
+# `make test` builds an ASan+UBSan tree in build-asan/ and runs ctest there
+# (unit tests, integration tests and bounded fuzz runs).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all deps test-deps test format format-check clean fuzz
+
+all: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@scripts/deps.sh build
+
+test-deps:
+	@scripts/deps.sh test
+
+test: test-deps
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	    -DCRATER_SANITIZE=ON -DCRATER_FUZZ=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+fuzz: test-deps
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCRATER_SANITIZE=ON -DCRATER_FUZZ=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ctest -L fuzz --output-on-failure
+
+SOURCES = $(shell git ls-files '*.c' '*.h')
+
+format:
+	@clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run --Werror $(SOURCES)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,103 @@
+/* config.h - the control-plane and agent configuration (craterd.yaml).
+ *
+ * One table in config.c drives parsing, defaults, validation ranges and
+ * the documentation (crater_config_markdown() generates doc/config.md; a
+ * test keeps the file in sync). Keys use the source documents' names
+ * (scoreWeights, cpuThreshold, maxTasksPerGPU, overcommitRatio ...) grouped
+ * in sections; unknown keys are errors with file:line.
+ *
+ * Durations are stored in milliseconds, sizes in bytes, ratios as
+ * fractions (0.8, written "0.8" or "80%").
+ */
+#ifndef CRATER_CONFIG_H
+#define CRATER_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crater/dec.h"
+
+typedef enum crater_migration_policy {
+    CRATER_MIGRATION_CONSERVATIVE, /* jobs running > minRuntime wait for a
+                                      reconnect before being requeued */
+    CRATER_MIGRATION_IMMEDIATE,    /* requeue on heartbeatTimeout */
+    CRATER_MIGRATION_NEVER,        /* mark failed, never requeue */
+} crater_migration_policy_t;
+
+typedef enum crater_store_backend {
+    CRATER_STORE_SQLITE,
+    CRATER_STORE_ETCD,
+} crater_store_backend_t;
+
+typedef struct crater_config {
+    struct {
+        struct {
+            double gpu, cpu, memory, disk;
+        } score_weights;                /* scheduler.scoreWeights */
+        double cpu_threshold;           /* scheduler.cpuThreshold */
+        double memory_threshold;        /* scheduler.memoryThreshold */
+        uint32_t max_tasks_per_gpu;     /* scheduler.maxTasksPerGPU */
+        double overcommit_ratio;        /* scheduler.overcommitRatio */
+        double safety_watermark;        /* scheduler.safetyWatermark */
+        uint64_t gpu_context_overhead;  /* scheduler.gpuContextOverhead, B */
+        bool prefer_low_utilization;    /* scheduler.preferLowUtilization */
+        char *policy;                   /* scheduler.policy */
+        bool backfill;                  /* scheduler.backfill */
+        uint64_t resource_grace_period_ms; /* scheduler.resourceGracePeriod */
+    } scheduler;
+    struct {
+        uint64_t heartbeat_interval_ms; /* agent.heartbeatInterval */
+        uint64_t heartbeat_timeout_ms;  /* agent.heartbeatTimeout */
+        crater_migration_policy_t migration_policy;
+        uint64_t migration_min_runtime_ms; /* agent.migrationMinRuntime */
+        uint64_t grace_period_ms;          /* agent.gracePeriod (default) */
+        double cpu_limit_multiplier;       /* agent.cpuLimitMultiplier */
+        char *task_user;                   /* agent.taskUser */
+        bool allow_root_tasks;             /* agent.allowRootTasks */
+    } agent;
+    struct {
+        uint64_t sampling_interval_ms; /* monitoring.sampling_interval_ms */
+        uint32_t smoothing_window;     /* monitoring.smoothing_window */
+    } monitoring;
+    struct {
+        uint32_t warm_pool_size;    /* inference.warmPoolSize */
+        uint32_t max_batch_size;    /* inference.maxBatchSize */
+        uint64_t batch_timeout_ms;  /* inference.batchTimeout */
+    } inference;
+    struct {
+        char *listen;   /* server.listen, "127.0.0.1:7480" */
+        char *data_dir; /* server.dataDir, "./var" */
+        uint64_t max_body_bytes;         /* server.maxBodySize */
+        uint64_t decision_log_retention_ms; /* server.decisionLogRetention */
+    } server;
+    struct {
+        crater_store_backend_t backend; /* store.backend */
+        char **etcd_endpoints;          /* store.etcdEndpoints */
+    } store;
+    json_t *kb_override; /* hardware_knowledge_base.override, raw; applied
+                            with crater_kb_override() (owned reference) */
+} crater_config_t;
+
+/* Fill c with every default (strings malloc'd). Returns -1 on ENOMEM. */
+int crater_config_defaults(crater_config_t *c);
+/* Free what c holds (not c itself). */
+void crater_config_clear(crater_config_t *c);
+
+/* Decode a config document over the values already in c (call
+ * crater_config_defaults() first). Checks ranges and cross-field rules
+ * (heartbeatTimeout > heartbeatInterval, weights sum > 0 ...). On error c
+ * may be partly updated; discard it. */
+int crater_config_decode(crater_dec_t *d, json_t *root, crater_config_t *c);
+
+/* Defaults, then the file. */
+int crater_config_load(const char *path, crater_config_t *c,
+                       crater_error_t *err);
+
+/* Normalised document (base units). New reference; NULL on ENOMEM. */
+json_t *crater_config_encode(const crater_config_t *c);
+
+/* doc/config.md text, generated from the table. Caller frees. */
+char *crater_config_markdown(void);
+
+#endif /* CRATER_CONFIG_H */

@@ -1,0 +1,182 @@
+/* jobspec.h - the job spec: what a user submits (YAML or JSON).
+ *
+ * Field names follow the source documents (workloadType, gracePeriod,
+ * ioProfile, dataLocality, warmPoolSize ...); doc/jobspec.md lists every
+ * field with its default. All quantities are held in base units: bytes,
+ * bytes/second, millicores, milliseconds (durations), IOPS.
+ *
+ * Lifecycle: crater_jobspec_decode() builds a spec from a document root
+ * (after profile expansion, see profile.h), checking types, units and
+ * unknown fields; crater_jobspec_validate() checks the semantics that need
+ * the knowledge base (contradictions, impossible requests). The caller
+ * owns the spec and frees it with crater_jobspec_destroy().
+ */
+#ifndef CRATER_JOBSPEC_H
+#define CRATER_JOBSPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crater/dec.h"
+#include "crater/kb.h"
+#include "crater/model.h"
+
+/* Size limits that keep hostile input from exhausting memory. */
+#define CRATER_JOB_MAX_ARGS 1024
+#define CRATER_JOB_MAX_ARG_LEN 4096
+#define CRATER_JOB_MAX_ENV 256
+#define CRATER_JOB_MAX_LIST 64 /* models, after, selectors, tolerations */
+#define CRATER_JOB_MAX_REPLICAS 10000
+#define CRATER_JOB_MAX_GPUS 64 /* per replica */
+
+typedef enum crater_workload {
+    CRATER_WORKLOAD_TRAINING,
+    CRATER_WORKLOAD_INFERENCE,
+    CRATER_WORKLOAD_BATCH,
+    CRATER_WORKLOAD_INTERACTIVE,
+} crater_workload_t;
+
+typedef enum crater_io_profile {
+    CRATER_IO_DEFAULT, /* chosen from workloadType */
+    CRATER_IO_TRAINING,      /* high bandwidth, low IOPS */
+    CRATER_IO_INFERENCE,     /* low bandwidth, high IOPS */
+    CRATER_IO_MODEL_LOADING, /* high IOPS */
+    CRATER_IO_NONE,          /* no IO limits */
+} crater_io_profile_t;
+
+typedef enum crater_numa_policy {
+    CRATER_NUMA_PREFERRED,
+    CRATER_NUMA_STRICT,
+    CRATER_NUMA_NONE,
+} crater_numa_policy_t;
+
+typedef enum crater_locality {
+    CRATER_LOCALITY_NONE,
+    CRATER_LOCALITY_PREFERRED,
+    CRATER_LOCALITY_REQUIRED,
+} crater_locality_t;
+
+typedef enum crater_deadline_policy {
+    CRATER_DEADLINE_SOFT,
+    CRATER_DEADLINE_HARD,
+} crater_deadline_policy_t;
+
+typedef enum crater_nvlink_req {
+    CRATER_NVLINK_ANY,
+    CRATER_NVLINK_PREFERRED,
+    CRATER_NVLINK_REQUIRED,
+} crater_nvlink_req_t;
+
+typedef struct crater_gpu_req {
+    uint32_t count;        /* GPUs per replica; 0 = CPU-only job */
+    uint64_t memory_bytes; /* per-GPU slice; 0 = whole GPUs */
+    char **models;         /* allowed models (kb keys); NULL = any */
+    char *vendor;          /* NULL = any */
+    uint32_t min_sm_count;
+    uint32_t min_compute_cap;   /* major*10+minor; 0 = any */
+    uint64_t min_hbm_bandwidth; /* bytes/s */
+    crater_nvlink_req_t nvlink;
+} crater_gpu_req_t;
+
+typedef struct crater_disk_req {
+    uint64_t iops;
+    uint64_t bandwidth; /* bytes/s */
+    crater_iface_t iface; /* CRATER_IFACE_UNKNOWN = any */
+    uint32_t max_latency_us; /* 0 = any */
+} crater_disk_req_t;
+
+typedef struct crater_resources {
+    crater_gpu_req_t gpu;
+    uint64_t cpu_milli;
+    uint64_t memory_bytes;
+    crater_disk_req_t disk;
+} crater_resources_t;
+
+typedef struct crater_checkpoint {
+    char *dir; /* NULL = no checkpointing */
+    uint64_t interval_ms;
+    uint64_t incremental_interval_ms;
+} crater_checkpoint_t;
+
+typedef struct crater_inference {
+    bool enabled; /* an inference: section was given */
+    uint32_t port;
+    uint32_t min_replicas, max_replicas;
+    double target_qps;
+    uint32_t warm_pool_size;
+    uint32_t max_batch_size;
+    uint64_t batch_timeout_ms;
+} crater_inference_t;
+
+typedef struct crater_toleration {
+    char *key;
+    char *value; /* NULL = any value (operator Exists) */
+    int effect;  /* crater_taint_effect_t, or -1 = all effects */
+} crater_toleration_t;
+
+typedef struct crater_jobspec {
+    char *name;
+    char *tenant; /* default "default" */
+    crater_workload_t workload_type;
+    bool workload_type_explicit; /* false: inferred from command/image */
+    int32_t priority;            /* higher runs first */
+    char *priority_class;        /* NULL or a class name from config */
+    bool preemptible;
+    uint64_t grace_period_ms;
+    crater_resources_t resources;
+    double cpu_limit_multiplier; /* quota = request x this; >= 1 */
+    bool cpu_burst;
+    crater_io_profile_t io_profile;
+    crater_numa_policy_t numa;
+    char *dataset; /* dataLocality.dataset */
+    crater_locality_t locality;
+    crater_checkpoint_t checkpoint;
+    int64_t deadline_ms; /* Unix epoch ms; 0 = none */
+    crater_deadline_policy_t deadline_policy;
+    double cost_cap; /* 0 = none */
+    char *profile;   /* "name@version" as resolved, or NULL */
+    uint32_t replicas;
+    bool gang;
+    char **after; /* job names this one waits for; may be NULL */
+    crater_inference_t inference;
+    char **command; /* argv, NULL-terminated; may be NULL */
+    char *image;    /* informative (workloadType inference), may be NULL */
+    crater_kv_t *env;
+    size_t nenv;
+    char *workdir;
+    crater_kv_t *selector; /* nodeSelector labels */
+    size_t nselector;
+    crater_toleration_t *tolerations;
+    size_t ntolerations;
+} crater_jobspec_t;
+
+/* A spec holding every default. NULL on allocation failure. */
+crater_jobspec_t *crater_jobspec_create(void);
+void crater_jobspec_destroy(crater_jobspec_t *spec);
+
+/* Decode a job document root. On error returns -1, err (via d) names the
+ * field path and line, and *out is untouched. */
+int crater_jobspec_decode(crater_dec_t *d, json_t *root,
+                          crater_jobspec_t **out);
+
+/* Semantic checks: contradictions (gang with replicas 0, minReplicas >
+ * maxReplicas, whole-GPU fields on a slice ...) and impossible requests (a
+ * slice larger than every GPU model the job is constrained to, an unknown
+ * model, more GPUs than any node could hold). kb may be NULL (skips the
+ * model checks). Errors name the field path. */
+int crater_jobspec_validate(const crater_jobspec_t *spec,
+                            const crater_kb_t *kb, crater_error_t *err);
+
+/* The normalised document: every field, every quantity in base units.
+ * Decoding it yields an equal spec. New reference; NULL on ENOMEM. */
+json_t *crater_jobspec_encode(const crater_jobspec_t *spec);
+
+/* workloadType from argv/image: torchrun, deepspeed, train -> training;
+ * vllm, triton, serve, --port -> inference; otherwise batch. */
+crater_workload_t crater_workload_infer(char *const *command,
+                                        const char *image);
+
+const char *crater_workload_name(crater_workload_t w);
+
+#endif /* CRATER_JOBSPEC_H */

@@ -1,0 +1,675 @@
+/* doc.c - load YAML or JSON into jansson values with a path -> line map.
+ *
+ * YAML is read with libfyaml's event API (not its document API) so that
+ * nesting depth, node count, aliases and duplicate keys are checked while
+ * parsing, before memory is spent on a hostile input. Each value's path,
+ * position and (for non-string scalars) literal text go into a per-document
+ * array that is sorted once at the end and searched with bsearch(); lookups
+ * happen only on error paths and for literal numbers, so a sorted array is
+ * simpler than a hash and fast enough.
+ */
+#include "crater/doc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libfyaml.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pathent {
+    char *path;
+    char *literal; /* non-string scalars only */
+    int line, col;
+};
+
+struct docmap {
+    struct pathent *ents;
+    size_t n, cap;
+};
+
+struct crater_doc {
+    char *name;
+    json_t **roots;
+    struct docmap *maps;
+    size_t n;
+};
+
+/* ---- document container ------------------------------------------------ */
+
+static crater_doc_t *doc_new(const char *name)
+{
+    crater_doc_t *doc = calloc(1, sizeof(*doc));
+
+    if (!doc || !(doc->name = strdup(name ? name : "<input>"))) {
+        free(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static int doc_append(crater_doc_t *doc, json_t *root, struct docmap *map)
+{
+    json_t **r = realloc(doc->roots, (doc->n + 1) * sizeof(*r));
+    struct docmap *m;
+
+    if (!r)
+        return -1;
+    doc->roots = r;
+    m = realloc(doc->maps, (doc->n + 1) * sizeof(*m));
+    if (!m)
+        return -1;
+    doc->maps = m;
+    doc->roots[doc->n] = root;
+    doc->maps[doc->n] = map ? *map : (struct docmap){0};
+    doc->n++;
+    return 0;
+}
+
+static void map_free(struct docmap *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->ents[i].path);
+        free(m->ents[i].literal);
+    }
+    free(m->ents);
+    *m = (struct docmap){0};
+}
+
+void crater_doc_destroy(crater_doc_t *doc)
+{
+    if (!doc)
+        return;
+    for (size_t i = 0; i < doc->n; i++) {
+        json_decref(doc->roots[i]);
+        map_free(&doc->maps[i]);
+    }
+    free(doc->roots);
+    free(doc->maps);
+    free(doc->name);
+    free(doc);
+}
+
+crater_doc_t *crater_doc_from_json(json_t *root, const char *name)
+{
+    crater_doc_t *doc = doc_new(name);
+
+    if (!doc)
+        return NULL;
+    if (doc_append(doc, json_incref(root), NULL) < 0) {
+        json_decref(root);
+        crater_doc_destroy(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+size_t crater_doc_count(const crater_doc_t *doc)
+{
+    return doc ? doc->n : 0;
+}
+
+json_t *crater_doc_root(const crater_doc_t *doc, size_t i)
+{
+    return doc && i < doc->n ? doc->roots[i] : NULL;
+}
+
+const char *crater_doc_name(const crater_doc_t *doc)
+{
+    return doc ? doc->name : "<input>";
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+    return strcmp(((const struct pathent *)a)->path,
+                  ((const struct pathent *)b)->path);
+}
+
+static const struct pathent *lookup(const crater_doc_t *doc, size_t i,
+                                    const char *path)
+{
+    struct pathent key = {.path = (char *)path};
+
+    if (!doc || i >= doc->n || !doc->maps[i].n)
+        return NULL;
+    return bsearch(&key, doc->maps[i].ents, doc->maps[i].n, sizeof(key),
+                   cmp_ent);
+}
+
+int crater_doc_where(const crater_doc_t *doc, size_t i, const char *path,
+                     int *line, int *col)
+{
+    const struct pathent *e = lookup(doc, i, path);
+
+    if (!e)
+        return -1;
+    *line = e->line;
+    *col = e->col;
+    return 0;
+}
+
+const char *crater_doc_literal(const crater_doc_t *doc, size_t i,
+                               const char *path)
+{
+    const struct pathent *e = lookup(doc, i, path);
+
+    return e ? e->literal : NULL;
+}
+
+/* ---- limits shared by both formats ------------------------------------- */
+
+static int check_tree(const json_t *v, int depth, size_t *nodes)
+{
+    const char *k;
+    json_t *c;
+    size_t i;
+
+    if (depth > CRATER_DOC_MAX_DEPTH || ++*nodes > CRATER_DOC_MAX_NODES)
+        return -1;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, c) if (check_tree(c, depth + 1,
+                                                              nodes) < 0)
+            return -1;
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, c) if (check_tree(c, depth + 1, nodes) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static int parse_json(crater_doc_t *doc, const char *buf, size_t len,
+                      crater_error_t *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    size_t nodes = 0;
+
+    if (!root)
+        return crater_errorf(err, CRATER_EPARSE, "%s:%d:%d: %s", doc->name,
+                             jerr.line, jerr.column, jerr.text);
+    if (check_tree(root, 0, &nodes) < 0) {
+        json_decref(root);
+        return crater_errorf(err, CRATER_ELIMIT,
+                             "%s: document nested deeper than %d or holding "
+                             "more than %d values",
+                             doc->name, CRATER_DOC_MAX_DEPTH,
+                             CRATER_DOC_MAX_NODES);
+    }
+    if (doc_append(doc, root, NULL) < 0) {
+        json_decref(root);
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* ---- YAML --------------------------------------------------------------- */
+
+struct frame {
+    json_t *container;
+    char *key;      /* mapping: key awaiting its value, NULL when none */
+    size_t pathlen; /* length of this container's own path */
+    size_t index;   /* sequence: next index */
+};
+
+struct builder {
+    crater_doc_t *doc;
+    crater_error_t *err;
+    struct docmap map;
+    struct frame stack[CRATER_DOC_MAX_DEPTH + 1];
+    int depth;
+    json_t *root;
+    char path[CRATER_PATH_MAX];
+    size_t nodes;
+};
+
+static int bfail(struct builder *b, const struct fy_mark *m,
+                 crater_errno_t errnum, const char *msg)
+{
+    if (m)
+        return crater_errorf(b->err, errnum, "%s:%d:%d: %s", b->doc->name,
+                             m->line + 1, m->column + 1, msg);
+    return crater_errorf(b->err, errnum, "%s: %s", b->doc->name, msg);
+}
+
+static void builder_reset(struct builder *b)
+{
+    for (int i = 0; i < b->depth; i++)
+        free(b->stack[i].key);
+    b->depth = 0;
+    json_decref(b->root);
+    b->root = NULL;
+    map_free(&b->map);
+}
+
+static int map_add(struct builder *b, const struct fy_mark *m,
+                   const char *literal)
+{
+    struct pathent *e;
+
+    if (b->map.n == b->map.cap) {
+        size_t cap = b->map.cap ? b->map.cap * 2 : 32;
+        e = realloc(b->map.ents, cap * sizeof(*e));
+        if (!e)
+            return -1;
+        b->map.ents = e;
+        b->map.cap = cap;
+    }
+    e = &b->map.ents[b->map.n];
+    e->path = strdup(b->path);
+    e->literal = literal ? strdup(literal) : NULL;
+    e->line = m ? m->line + 1 : 0;
+    e->col = m ? m->column + 1 : 0;
+    if (!e->path || (literal && !e->literal)) {
+        free(e->path);
+        free(e->literal);
+        return -1;
+    }
+    b->map.n++;
+    return 0;
+}
+
+/* Extend b->path with the segment for a new child of the top frame. */
+static int child_path(struct builder *b)
+{
+    struct frame *f;
+    size_t base;
+    int n;
+
+    if (b->depth == 0) {
+        b->path[0] = '\0';
+        return 0;
+    }
+    f = &b->stack[b->depth - 1];
+    base = f->pathlen;
+    if (json_is_object(f->container))
+        n = snprintf(b->path + base, sizeof(b->path) - base, "%s%s",
+                     base ? "." : "", f->key);
+    else
+        n = snprintf(b->path + base, sizeof(b->path) - base, "[%zu]",
+                     f->index);
+    return n < 0 || (size_t)n >= sizeof(b->path) - base ? -1 : 0;
+}
+
+/* Attach v (reference stolen) to the top frame or make it the root. */
+static int attach(struct builder *b, json_t *v)
+{
+    struct frame *f;
+    int rc;
+
+    if (b->depth == 0) {
+        b->root = v;
+        return 0;
+    }
+    f = &b->stack[b->depth - 1];
+    if (json_is_object(f->container)) {
+        rc = json_object_set_new(f->container, f->key, v);
+        free(f->key);
+        f->key = NULL;
+    } else {
+        rc = json_array_append_new(f->container, v);
+        f->index++;
+    }
+    return rc;
+}
+
+static int is_int_text(const char *s)
+{
+    s += (*s == '-' || *s == '+');
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+static int is_float_text(const char *s)
+{
+    int digits = 0;
+
+    s += (*s == '-' || *s == '+');
+    for (; isdigit((unsigned char)*s); s++)
+        digits++;
+    if (*s == '.')
+        for (s++; isdigit((unsigned char)*s); s++)
+            digits++;
+    if (digits && (*s == 'e' || *s == 'E')) {
+        s++;
+        s += (*s == '-' || *s == '+');
+        if (!isdigit((unsigned char)*s))
+            return 0;
+        while (isdigit((unsigned char)*s))
+            s++;
+    }
+    return digits && !*s;
+}
+
+/* YAML 1.2 core schema for a plain scalar. *literal says whether the text
+ * must be kept (every non-string result). */
+static json_t *plain_scalar(const char *s, int *literal)
+{
+    *literal = 1;
+    if (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null")
+        || !strcmp(s, "NULL"))
+        return json_null();
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
+        return json_true();
+    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
+        return json_false();
+    if (is_int_text(s)) {
+        errno = 0;
+        long long v = strtoll(s, NULL, 10);
+        if (errno == 0)
+            return json_integer(v);
+    } else if (is_float_text(s)) {
+        double d = strtod(s, NULL);
+        if (isfinite(d))
+            return json_real(d);
+    }
+    *literal = 0;
+    return json_string(s);
+}
+
+static json_t *scalar_value(struct builder *b, struct fy_event *fye,
+                            const char **literal)
+{
+    struct fy_token *tok = fy_event_get_token(fye);
+    const char *text = tok ? fy_token_get_text0(tok) : "";
+    int keep = 0;
+    json_t *v;
+
+    if (!text)
+        return NULL;
+    if (tok && fy_token_scalar_style(tok) != FYSS_PLAIN)
+        v = json_stringn(text, strlen(text));
+    else
+        v = plain_scalar(text, &keep);
+    *literal = keep ? text : NULL;
+    (void)b;
+    return v;
+}
+
+static int take_key(struct builder *b, struct fy_event *fye,
+                    const struct fy_mark *m)
+{
+    struct frame *f = &b->stack[b->depth - 1];
+    struct fy_token *tok;
+    const char *text;
+    char msg[200];
+
+    if (fye->type != FYET_SCALAR)
+        return bfail(b, m, CRATER_EPARSE,
+                     "mapping keys must be plain strings");
+    tok = fy_event_get_token(fye);
+    text = tok ? fy_token_get_text0(tok) : "";
+    if (!text)
+        return bfail(b, m, CRATER_ENOMEM, "out of memory");
+    if (json_object_get(f->container, text)) {
+        snprintf(msg, sizeof(msg), "duplicate key '%.100s'", text);
+        return bfail(b, m, CRATER_EPARSE, msg);
+    }
+    if (!(f->key = strdup(text)))
+        return bfail(b, m, CRATER_ENOMEM, "out of memory");
+    return 0;
+}
+
+static int push_container(struct builder *b, json_t *c)
+{
+    struct frame *f;
+
+    if (b->depth >= CRATER_DOC_MAX_DEPTH) {
+        json_decref(c);
+        return -1;
+    }
+    if (attach(b, json_incref(c)) < 0) { /* attach consumed its ref */
+        json_decref(c);
+        return -1;
+    }
+    f = &b->stack[b->depth++];
+    f->container = c;
+    f->key = NULL;
+    f->pathlen = strlen(b->path);
+    f->index = 0;
+    json_decref(c); /* the parent (or b->root) holds it */
+    return 0;
+}
+
+static int on_value(struct builder *b, struct fy_event *fye,
+                    const struct fy_mark *m)
+{
+    const char *literal = NULL;
+    json_t *v;
+
+    if (++b->nodes > CRATER_DOC_MAX_NODES)
+        return bfail(b, m, CRATER_ELIMIT, "document holds too many values");
+    if (child_path(b) < 0)
+        return bfail(b, m, CRATER_ELIMIT, "document nested too deeply");
+    if (fye->type == FYET_SCALAR) {
+        if (!(v = scalar_value(b, fye, &literal)))
+            return bfail(b, m, CRATER_ENOMEM, "out of memory");
+        if (map_add(b, m, literal) < 0 || attach(b, v) < 0)
+            return bfail(b, m, CRATER_ENOMEM, "out of memory");
+        return 0;
+    }
+    if (map_add(b, m, NULL) < 0)
+        return bfail(b, m, CRATER_ENOMEM, "out of memory");
+    v = fye->type == FYET_MAPPING_START ? json_object() : json_array();
+    if (!v)
+        return bfail(b, m, CRATER_ENOMEM, "out of memory");
+    if (push_container(b, v) < 0)
+        return bfail(b, m, CRATER_ELIMIT,
+                     "document nested deeper than 32 levels");
+    return 0;
+}
+
+static int on_node_event(struct builder *b, struct fy_event *fye)
+{
+    const struct fy_mark *m = fy_event_start_mark(fye);
+    struct frame *top = b->depth ? &b->stack[b->depth - 1] : NULL;
+
+    if (fye->type == FYET_ALIAS)
+        return bfail(b, m, CRATER_EPARSE,
+                     "YAML aliases (*name) are not supported");
+    if (fy_event_get_tag_token(fye))
+        return bfail(b, m, CRATER_EPARSE,
+                     "YAML tags (!!str, !name) are not supported; quote the "
+                     "value instead");
+    if (top && json_is_object(top->container) && !top->key)
+        return take_key(b, fye, m);
+    return on_value(b, fye, m);
+}
+
+static int on_end(struct builder *b)
+{
+    struct frame *f = &b->stack[--b->depth];
+
+    free(f->key);
+    f->key = NULL;
+    b->path[f->pathlen] = '\0';
+    return 0;
+}
+
+static int on_doc_end(struct builder *b)
+{
+    json_t *root = b->root ? b->root : json_null();
+
+    if (b->doc->n >= CRATER_DOC_MAX_DOCS)
+        return bfail(b, NULL, CRATER_ELIMIT, "too many documents in stream");
+    qsort(b->map.ents, b->map.n, sizeof(*b->map.ents), cmp_ent);
+    if (doc_append(b->doc, root, &b->map) < 0)
+        return bfail(b, NULL, CRATER_ENOMEM, "out of memory");
+    b->root = NULL;
+    b->map = (struct docmap){0};
+    return 0;
+}
+
+static int on_event(struct builder *b, struct fy_event *fye)
+{
+    switch (fye->type) {
+    case FYET_DOCUMENT_START:
+        builder_reset(b);
+        return 0;
+    case FYET_DOCUMENT_END:
+        return on_doc_end(b);
+    case FYET_MAPPING_END:
+    case FYET_SEQUENCE_END:
+        return on_end(b);
+    case FYET_SCALAR:
+    case FYET_ALIAS:
+    case FYET_MAPPING_START:
+    case FYET_SEQUENCE_START:
+        return on_node_event(b, fye);
+    default:
+        return 0;
+    }
+}
+
+static int parser_error(struct builder *b, struct fy_parser *fyp)
+{
+    struct fy_diag *diag = fy_parser_get_diag(fyp);
+    void *iter = NULL;
+    struct fy_diag_error *de = diag ? fy_diag_errors_iterate(diag, &iter)
+                                    : NULL;
+
+    if (de)
+        crater_errorf(b->err, CRATER_EPARSE, "%s:%d:%d: %s", b->doc->name,
+                      de->line + 1, de->column + 1, de->msg);
+    else
+        crater_errorf(b->err, CRATER_EPARSE, "%s: YAML syntax error",
+                      b->doc->name);
+    fy_diag_unref(diag);
+    return -1;
+}
+
+static int parse_yaml(crater_doc_t *doc, const char *buf, size_t len,
+                      crater_error_t *err)
+{
+    struct fy_parse_cfg cfg = {
+        .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_DEFAULT_VERSION_1_2
+                 | FYPCF_JSON_NONE,
+    };
+    struct builder b = {.doc = doc, .err = err};
+    struct fy_parser *fyp = fy_parser_create(&cfg);
+    struct fy_event *fye;
+    int rc = 0;
+
+    if (!fyp || fy_parser_set_string(fyp, buf, len) < 0) {
+        fy_parser_destroy(fyp);
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
+    while (rc == 0 && (fye = fy_parser_parse(fyp))) {
+        rc = on_event(&b, fye);
+        fy_parser_event_free(fyp, fye);
+    }
+    if (rc == 0 && fy_parser_get_stream_error(fyp))
+        rc = parser_error(&b, fyp);
+    builder_reset(&b);
+    fy_parser_destroy(fyp);
+    return rc;
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+static int looks_like_json(const char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (isspace((unsigned char)buf[i]))
+            continue;
+        return buf[i] == '{' || buf[i] == '[';
+    }
+    return 0;
+}
+
+int crater_doc_parse(const char *buf, size_t len, const char *name,
+                     crater_doc_t **out, crater_error_t *err)
+{
+    crater_doc_t *doc;
+    int rc;
+
+    if (len > CRATER_DOC_MAX_BYTES)
+        return crater_errorf(err, CRATER_ELIMIT,
+                             "%s: input is %zu bytes, the limit is %u",
+                             name ? name : "<input>", len,
+                             CRATER_DOC_MAX_BYTES);
+    if (memchr(buf, '\0', len))
+        return crater_errorf(err, CRATER_EPARSE, "%s: input contains a NUL "
+                             "byte", name ? name : "<input>");
+    if (!(doc = doc_new(name)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    rc = looks_like_json(buf, len) ? parse_json(doc, buf, len, err)
+                                   : parse_yaml(doc, buf, len, err);
+    if (rc == 0 && doc->n == 0)
+        rc = crater_errorf(err, CRATER_EPARSE, "%s: empty document",
+                           doc->name);
+    if (rc < 0) {
+        crater_doc_destroy(doc);
+        return -1;
+    }
+    *out = doc;
+    return 0;
+}
+
+static char *read_all(FILE *fp, size_t *len)
+{
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap), *nb;
+
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, fp);
+        if (n < cap || n > CRATER_DOC_MAX_BYTES)
+            break;
+        cap *= 2;
+        if (!(nb = realloc(buf, cap)))
+            free(buf);
+        buf = nb;
+    }
+    *len = n;
+    return buf;
+}
+
+int crater_doc_load(const char *path, crater_doc_t **out, crater_error_t *err)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
+    size_t len;
+    char *buf;
+    int rc, failed;
+
+    if (!fp)
+        return crater_errorf(err, errno == ENOENT ? CRATER_ENOENT : CRATER_EIO,
+                             "%s: %s", path, strerror(errno));
+    buf = read_all(fp, &len);
+    failed = ferror(fp);
+    if (!is_stdin)
+        fclose(fp);
+    if (!buf || failed) {
+        free(buf);
+        return crater_errorf(err, buf ? CRATER_EIO : CRATER_ENOMEM,
+                             "%s: read failed", path);
+    }
+    rc = crater_doc_parse(buf, len, is_stdin ? "<stdin>" : path, out, err);
+    free(buf);
+    return rc;
+}
+
+char *crater_json_to_yaml(const json_t *v)
+{
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_FORCE};
+    char *json = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    struct fy_document *fyd;
+    char *yaml;
+
+    if (!json)
+        return NULL;
+    fyd = fy_document_build_from_string(&cfg, json, FY_NT);
+    yaml = fyd ? fy_emit_document_to_string(
+                     fyd, FYECF_MODE_BLOCK | FYECF_INDENT_2 | FYECF_WIDTH_INF
+)
+               : NULL;
+    fy_document_destroy(fyd);
+    free(json);
+    return yaml;
+}
