@@ -34,16 +34,16 @@ typedef struct crater_config {
     struct {
         struct {
             double gpu, cpu, memory, disk;
-        } score_weights;                /* scheduler.scoreWeights */
-        double cpu_threshold;           /* scheduler.cpuThreshold */
-        double memory_threshold;        /* scheduler.memoryThreshold */
-        uint32_t max_tasks_per_gpu;     /* scheduler.maxTasksPerGPU */
-        double overcommit_ratio;        /* scheduler.overcommitRatio */
-        double safety_watermark;        /* scheduler.safetyWatermark */
-        uint64_t gpu_context_overhead;  /* scheduler.gpuContextOverhead, B */
-        bool prefer_low_utilization;    /* scheduler.preferLowUtilization */
-        char *policy;                   /* scheduler.policy */
-        bool backfill;                  /* scheduler.backfill */
+        } score_weights;                   /* scheduler.scoreWeights */
+        double cpu_threshold;              /* scheduler.cpuThreshold */
+        double memory_threshold;           /* scheduler.memoryThreshold */
+        uint32_t max_tasks_per_gpu;        /* scheduler.maxTasksPerGPU */
+        double overcommit_ratio;           /* scheduler.overcommitRatio */
+        double safety_watermark;           /* scheduler.safetyWatermark */
+        uint64_t gpu_context_overhead;     /* scheduler.gpuContextOverhead, B */
+        bool prefer_low_utilization;       /* scheduler.preferLowUtilization */
+        char *policy;                      /* scheduler.policy */
+        bool backfill;                     /* scheduler.backfill */
         uint64_t resource_grace_period_ms; /* scheduler.resourceGracePeriod */
     } scheduler;
     struct {
@@ -61,14 +61,14 @@ typedef struct crater_config {
         uint32_t smoothing_window;     /* monitoring.smoothing_window */
     } monitoring;
     struct {
-        uint32_t warm_pool_size;    /* inference.warmPoolSize */
-        uint32_t max_batch_size;    /* inference.maxBatchSize */
-        uint64_t batch_timeout_ms;  /* inference.batchTimeout */
+        uint32_t warm_pool_size;   /* inference.warmPoolSize */
+        uint32_t max_batch_size;   /* inference.maxBatchSize */
+        uint64_t batch_timeout_ms; /* inference.batchTimeout */
     } inference;
     struct {
-        char *listen;   /* server.listen, "127.0.0.1:7480" */
-        char *data_dir; /* server.dataDir, "./var" */
-        uint64_t max_body_bytes;         /* server.maxBodySize */
+        char *listen;            /* server.listen, "127.0.0.1:7480" */
+        char *data_dir;          /* server.dataDir, "./var" */
+        uint64_t max_body_bytes; /* server.maxBodySize */
         uint64_t decision_log_retention_ms; /* server.decisionLogRetention */
     } server;
     struct {
@@ -91,7 +91,8 @@ void crater_config_clear(crater_config_t *c);
 int crater_config_decode(crater_dec_t *d, json_t *root, crater_config_t *c);
 
 /* Defaults, then the file. */
-int crater_config_load(const char *path, crater_config_t *c,
+int crater_config_load(const char *path,
+                       crater_config_t *c,
                        crater_error_t *err);
 
 /* Normalised document (base units). New reference; NULL on ENOMEM. */

@@ -32,7 +32,9 @@ typedef struct crater_dec {
     size_t len;
 } crater_dec_t;
 
-void crater_dec_init(crater_dec_t *d, const crater_doc_t *doc, size_t docidx,
+void crater_dec_init(crater_dec_t *d,
+                     const crater_doc_t *doc,
+                     size_t docidx,
                      crater_error_t *err);
 
 /* Path stack. push returns a mark to give back to crater_dec_pop(). */
@@ -41,7 +43,9 @@ size_t crater_dec_push_index(crater_dec_t *d, size_t index);
 void crater_dec_pop(crater_dec_t *d, size_t mark);
 
 /* Fail at the current path: "name:line:col: path: message". Returns -1. */
-int crater_dec_fail(crater_dec_t *d, crater_errno_t errnum, const char *fmt,
+int crater_dec_fail(crater_dec_t *d,
+                    crater_errno_t errnum,
+                    const char *fmt,
                     ...) __attribute__((format(printf, 3, 4)));
 
 /* "a string", "a number", ... for messages. */
@@ -49,7 +53,9 @@ const char *crater_dec_typename(const json_t *v);
 
 typedef int (*crater_dec_field_f)(crater_dec_t *d, json_t *v, void *obj);
 
-enum { CRATER_FIELD_REQUIRED = 1 };
+enum {
+    CRATER_FIELD_REQUIRED = 1
+};
 
 typedef struct crater_dec_field {
     const char *name;
@@ -60,39 +66,48 @@ typedef struct crater_dec_field {
 /* Decode object v against fields (terminated by a {NULL} row): for each
  * key call its fn with the path extended by the key. Unknown keys and
  * missing required keys are errors. Stops at the first error. */
-int crater_dec_object(crater_dec_t *d, json_t *v,
-                      const crater_dec_field_t *fields, void *obj);
+int crater_dec_object(crater_dec_t *d,
+                      json_t *v,
+                      const crater_dec_field_t *fields,
+                      void *obj);
 
 /* Call fn(d, element, obj, index) for each element of array v with the
  * path extended by [i]. At most max elements. */
-typedef int (*crater_dec_elem_f)(crater_dec_t *d, json_t *v, void *obj,
+typedef int (*crater_dec_elem_f)(crater_dec_t *d,
+                                 json_t *v,
+                                 void *obj,
                                  size_t index);
-int crater_dec_array(crater_dec_t *d, json_t *v, size_t max,
-                     crater_dec_elem_f fn, void *obj);
+int crater_dec_array(
+    crater_dec_t *d, json_t *v, size_t max, crater_dec_elem_f fn, void *obj);
 
 /* Typed helpers; all check the JSON type first. */
 int crater_dec_str(crater_dec_t *d, json_t *v, size_t maxlen, char **out);
 int crater_dec_bool(crater_dec_t *d, json_t *v, bool *out);
-int crater_dec_uint(crater_dec_t *d, json_t *v, uint64_t min, uint64_t max,
-                    uint64_t *out);
-int crater_dec_int(crater_dec_t *d, json_t *v, int64_t min, int64_t max,
-                   int64_t *out);
-int crater_dec_double(crater_dec_t *d, json_t *v, double min, double max,
-                      double *out);
+int crater_dec_uint(
+    crater_dec_t *d, json_t *v, uint64_t min, uint64_t max, uint64_t *out);
+int crater_dec_int(
+    crater_dec_t *d, json_t *v, int64_t min, int64_t max, int64_t *out);
+int crater_dec_double(
+    crater_dec_t *d, json_t *v, double min, double max, double *out);
 /* A quantity: a string with units, or a number meaning the dimension's
  * bare unit (bytes, cores, seconds, ops; bandwidth needs a unit). */
-int crater_dec_quantity(crater_dec_t *d, json_t *v, crater_dim_t dim,
+int crater_dec_quantity(crater_dec_t *d,
+                        json_t *v,
+                        crater_dim_t dim,
                         uint64_t *out);
 /* One of names[0..n-1] (case-sensitive); the error lists them. */
-int crater_dec_enum(crater_dec_t *d, json_t *v, const char *const *names,
-                    size_t n, int *out);
+int crater_dec_enum(
+    crater_dec_t *d, json_t *v, const char *const *names, size_t n, int *out);
 /* A string or a list of strings. *out is a NULL-terminated array the
  * caller frees with crater_strv_free(); previous value freed. */
-int crater_dec_strv(crater_dec_t *d, json_t *v, size_t maxn, size_t maxlen,
-                    char ***out, size_t *n);
+int crater_dec_strv(crater_dec_t *d,
+                    json_t *v,
+                    size_t maxn,
+                    size_t maxlen,
+                    char ***out,
+                    size_t *n);
 /* The literal text of a scalar (number as written, or string). Borrowed. */
-const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf,
-                            size_t size);
+const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf, size_t size);
 
 void crater_strv_free(char **v);
 size_t crater_strv_len(char *const *v);

@@ -36,8 +36,11 @@ typedef struct crater_doc crater_doc_t;
  * non-blank character is '{' or '[' is JSON (jansson), anything else YAML
  * (libfyaml). name appears in messages ("examples/a.yaml"); NULL means
  * "<input>". On success the caller owns *out (crater_doc_destroy). */
-int crater_doc_parse(const char *buf, size_t len, const char *name,
-                     crater_doc_t **out, crater_error_t *err);
+int crater_doc_parse(const char *buf,
+                     size_t len,
+                     const char *name,
+                     crater_doc_t **out,
+                     crater_error_t *err);
 
 /* Read and parse the file at path ("-" is stdin). */
 int crater_doc_load(const char *path, crater_doc_t **out, crater_error_t *err);
@@ -55,12 +58,13 @@ const char *crater_doc_name(const crater_doc_t *doc);
 
 /* Line and column (1-based) of the value at path in document i.
  * Returns 0 when known, -1 otherwise (JSON input, unknown path). */
-int crater_doc_where(const crater_doc_t *doc, size_t i, const char *path,
-                     int *line, int *col);
+int crater_doc_where(
+    const crater_doc_t *doc, size_t i, const char *path, int *line, int *col);
 
 /* Literal source text of the non-string scalar at path in document i, or
  * NULL (borrowed; valid while doc lives). */
-const char *crater_doc_literal(const crater_doc_t *doc, size_t i,
+const char *crater_doc_literal(const crater_doc_t *doc,
+                               size_t i,
                                const char *path);
 
 /* Render v as block-style YAML. Caller frees. NULL on allocation failure. */

@@ -15,34 +15,34 @@
 #include <stdarg.h>
 
 /* X(name, http_status, description) */
-#define CRATER_ERRNO_MAP(X)                                                    \
-    X(OK, 200, "success")                                                      \
-    X(EINVAL, 400, "invalid argument")                                         \
-    X(EPARSE, 400, "syntax error")                                             \
-    X(ETYPE, 400, "wrong type")                                                \
-    X(EFIELD, 400, "unknown field")                                            \
-    X(EMISSING, 400, "missing required field")                                 \
-    X(EUNIT, 400, "bad quantity")                                              \
-    X(ERANGE, 400, "value out of range")                                       \
-    X(ECONFLICT, 400, "contradictory fields")                                  \
-    X(EIMPOSSIBLE, 422, "request can never be satisfied")                      \
-    X(ELIMIT, 413, "size limit exceeded")                                      \
-    X(EAUTH, 401, "not authenticated")                                         \
-    X(EPERM, 403, "permission denied")                                         \
-    X(ENOENT, 404, "not found")                                                \
-    X(EEXIST, 409, "already exists")                                           \
-    X(ESTALE, 409, "revision mismatch")                                        \
-    X(EUNSCHED, 409, "unschedulable")                                          \
-    X(ENOMEM, 500, "out of memory")                                            \
-    X(EIO, 500, "input/output error")                                          \
-    X(EINTERNAL, 500, "internal error")                                        \
+#define CRATER_ERRNO_MAP(X)                               \
+    X(OK, 200, "success")                                 \
+    X(EINVAL, 400, "invalid argument")                    \
+    X(EPARSE, 400, "syntax error")                        \
+    X(ETYPE, 400, "wrong type")                           \
+    X(EFIELD, 400, "unknown field")                       \
+    X(EMISSING, 400, "missing required field")            \
+    X(EUNIT, 400, "bad quantity")                         \
+    X(ERANGE, 400, "value out of range")                  \
+    X(ECONFLICT, 400, "contradictory fields")             \
+    X(EIMPOSSIBLE, 422, "request can never be satisfied") \
+    X(ELIMIT, 413, "size limit exceeded")                 \
+    X(EAUTH, 401, "not authenticated")                    \
+    X(EPERM, 403, "permission denied")                    \
+    X(ENOENT, 404, "not found")                           \
+    X(EEXIST, 409, "already exists")                      \
+    X(ESTALE, 409, "revision mismatch")                   \
+    X(EUNSCHED, 409, "unschedulable")                     \
+    X(ENOMEM, 500, "out of memory")                       \
+    X(EIO, 500, "input/output error")                     \
+    X(EINTERNAL, 500, "internal error")                   \
     X(EUNAVAIL, 503, "service unavailable")
 
 typedef enum crater_errno {
 #define CRATER__ERRNO_ENUM(name, status, desc) CRATER_##name,
     CRATER_ERRNO_MAP(CRATER__ERRNO_ENUM)
 #undef CRATER__ERRNO_ENUM
-        CRATER_ERRNO_MAX
+    CRATER_ERRNO_MAX
 } crater_errno_t;
 
 #define CRATER_ERROR_TEXT 160
@@ -56,16 +56,23 @@ typedef struct crater_error {
 } crater_error_t;
 
 /* Fill err (if not NULL) and return -1. field is left empty. */
-int crater_errorf(crater_error_t *err, crater_errno_t errnum, const char *fmt,
+int crater_errorf(crater_error_t *err,
+                  crater_errno_t errnum,
+                  const char *fmt,
                   ...) __attribute__((format(printf, 3, 4)));
 
 /* As crater_errorf, naming the field at fault (may be NULL). */
-int crater_errorf_field(crater_error_t *err, crater_errno_t errnum,
-                        const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int crater_errorf_field(crater_error_t *err,
+                        crater_errno_t errnum,
+                        const char *field,
+                        const char *fmt,
+                        ...) __attribute__((format(printf, 4, 5)));
 
-int crater_verrorf(crater_error_t *err, crater_errno_t errnum,
-                   const char *field, const char *fmt, va_list ap);
+int crater_verrorf(crater_error_t *err,
+                   crater_errno_t errnum,
+                   const char *field,
+                   const char *fmt,
+                   va_list ap);
 
 /* Reset err to CRATER_OK with empty text. NULL is accepted. */
 void crater_error_clear(crater_error_t *err);

@@ -17,12 +17,16 @@
 
 /* Decode one document (kind: Node or Cluster; a Node yields a one-node
  * cluster). kb may be NULL (no completion). */
-int crater_hw_decode(crater_dec_t *d, json_t *root, const crater_kb_t *kb,
+int crater_hw_decode(crater_dec_t *d,
+                     json_t *root,
+                     const crater_kb_t *kb,
                      crater_cluster_t **out);
 
 /* Load every document of a file and concatenate their nodes. */
-int crater_hw_load(const char *path, const crater_kb_t *kb,
-                   crater_cluster_t **out, crater_error_t *err);
+int crater_hw_load(const char *path,
+                   const crater_kb_t *kb,
+                   crater_cluster_t **out,
+                   crater_error_t *err);
 
 /* Normalised documents (all quantities in base units) that decode back to
  * an equal cluster. New references; NULL on allocation failure. */

@@ -38,7 +38,7 @@ typedef enum crater_workload {
 } crater_workload_t;
 
 typedef enum crater_io_profile {
-    CRATER_IO_DEFAULT, /* chosen from workloadType */
+    CRATER_IO_DEFAULT,       /* chosen from workloadType */
     CRATER_IO_TRAINING,      /* high bandwidth, low IOPS */
     CRATER_IO_INFERENCE,     /* low bandwidth, high IOPS */
     CRATER_IO_MODEL_LOADING, /* high IOPS */
@@ -81,8 +81,8 @@ typedef struct crater_gpu_req {
 
 typedef struct crater_disk_req {
     uint64_t iops;
-    uint64_t bandwidth; /* bytes/s */
-    crater_iface_t iface; /* CRATER_IFACE_UNKNOWN = any */
+    uint64_t bandwidth;      /* bytes/s */
+    crater_iface_t iface;    /* CRATER_IFACE_UNKNOWN = any */
     uint32_t max_latency_us; /* 0 = any */
 } crater_disk_req_t;
 
@@ -157,7 +157,8 @@ void crater_jobspec_destroy(crater_jobspec_t *spec);
 
 /* Decode a job document root. On error returns -1, err (via d) names the
  * field path and line, and *out is untouched. */
-int crater_jobspec_decode(crater_dec_t *d, json_t *root,
+int crater_jobspec_decode(crater_dec_t *d,
+                          json_t *root,
                           crater_jobspec_t **out);
 
 /* Semantic checks: contradictions (gang with replicas 0, minReplicas >
@@ -166,7 +167,8 @@ int crater_jobspec_decode(crater_dec_t *d, json_t *root,
  * model, more GPUs than any node could hold). kb may be NULL (skips the
  * model checks). Errors name the field path. */
 int crater_jobspec_validate(const crater_jobspec_t *spec,
-                            const crater_kb_t *kb, crater_error_t *err);
+                            const crater_kb_t *kb,
+                            crater_error_t *err);
 
 /* The normalised document: every field, every quantity in base units.
  * Decoding it yields an equal spec. New reference; NULL on ENOMEM. */

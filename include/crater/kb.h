@@ -27,7 +27,7 @@ typedef struct crater_kb_gpu {
     char *aliases; /* '|'-separated other names (NVML names, trace names) */
     uint64_t memory_bytes;
     uint32_t sm_count;
-    uint32_t compute_cap; /* major * 10 + minor */
+    uint32_t compute_cap;      /* major * 10 + minor */
     uint64_t mem_bandwidth;    /* bytes/s */
     uint64_t nvlink_bandwidth; /* bytes/s total; 0 when none */
     double fp16_tflops;        /* dense FP16 tensor */

@@ -40,7 +40,8 @@ void crater_log_set_debug(unsigned mask);
 unsigned crater_log_get_debug(void);
 
 /* Parse "sched,codec" or "all" into a subsystem mask. */
-int crater_log_parse_debug(const char *spec, unsigned *mask,
+int crater_log_parse_debug(const char *spec,
+                           unsigned *mask,
                            crater_error_t *err);
 
 void crater_log(int level, const char *fmt, ...)

@@ -37,7 +37,8 @@ void crater_profiles_destroy(crater_profiles_t *reg);
 /* Decode a Profile document (kind: Profile) and add it. Each variant is
  * checked by decoding it as a job spec fragment. Adding a name@version
  * that exists is an error (profiles are immutable once published). */
-int crater_profile_decode(crater_dec_t *d, json_t *root,
+int crater_profile_decode(crater_dec_t *d,
+                          json_t *root,
                           crater_profiles_t *reg);
 
 /* "name@version" or "name" (the highest version, compared numerically by
@@ -50,7 +51,8 @@ const crater_profile_t *crater_profiles_at(const crater_profiles_t *reg,
 
 /* Expand a job document: legacy translation, then profile merge. Returns
  * a new reference (the input is not modified) or NULL with the error in d. */
-json_t *crater_profiles_expand(const crater_profiles_t *reg, crater_dec_t *d,
+json_t *crater_profiles_expand(const crater_profiles_t *reg,
+                               crater_dec_t *d,
                                json_t *job);
 
 json_t *crater_profile_encode(const crater_profile_t *p);

@@ -42,13 +42,14 @@ typedef enum crater_dim {
 
 /* Parse s as a quantity of dimension dim into *out (base units).
  * On error *out is untouched and err->errnum is CRATER_EUNIT. */
-int crater_parse_quantity(const char *s, crater_dim_t dim, uint64_t *out,
+int crater_parse_quantity(const char *s,
+                          crater_dim_t dim,
+                          uint64_t *out,
                           crater_error_t *err);
 
 int crater_parse_bytes(const char *s, uint64_t *out, crater_error_t *err);
 int crater_parse_millicpu(const char *s, uint64_t *out, crater_error_t *err);
-int crater_parse_duration_ns(const char *s, uint64_t *out,
-                             crater_error_t *err);
+int crater_parse_duration_ns(const char *s, uint64_t *out, crater_error_t *err);
 int crater_parse_bandwidth(const char *s, uint64_t *out, crater_error_t *err);
 int crater_parse_iops(const char *s, uint64_t *out, crater_error_t *err);
 
@@ -58,7 +59,9 @@ const char *crater_dim_name(crater_dim_t dim);
 /* Render v for humans in the largest unit that represents it exactly
  * ("20Gi", "1500m", "90s", "2039GB/s"). buf of at least 32 bytes.
  * Returns buf. */
-char *crater_format_quantity(uint64_t v, crater_dim_t dim, char *buf,
+char *crater_format_quantity(uint64_t v,
+                             crater_dim_t dim,
+                             char *buf,
                              size_t size);
 
 #define CRATER_MIB (1024ull * 1024ull)

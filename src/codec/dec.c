@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void crater_dec_init(crater_dec_t *d, const crater_doc_t *doc, size_t docidx,
+void crater_dec_init(crater_dec_t *d,
+                     const crater_doc_t *doc,
+                     size_t docidx,
                      crater_error_t *err)
 {
     d->doc = doc;
@@ -23,7 +25,9 @@ void crater_dec_init(crater_dec_t *d, const crater_doc_t *doc, size_t docidx,
     d->len = 0;
 }
 
-static size_t push(crater_dec_t *d, const char *fmt, const char *key,
+static size_t push(crater_dec_t *d,
+                   const char *fmt,
+                   const char *key,
                    size_t index)
 {
     size_t mark = d->len, room = sizeof(d->path) - d->len;
@@ -55,7 +59,9 @@ void crater_dec_pop(crater_dec_t *d, size_t mark)
     d->path[mark] = '\0';
 }
 
-int crater_dec_fail(crater_dec_t *d, crater_errno_t errnum, const char *fmt,
+int crater_dec_fail(crater_dec_t *d,
+                    crater_errno_t errnum,
+                    const char *fmt,
                     ...)
 {
     char msg[512], where[320];
@@ -65,16 +71,26 @@ int crater_dec_fail(crater_dec_t *d, crater_errno_t errnum, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (d->doc && crater_doc_where(d->doc, d->docidx, d->path, &line, &col)
-                      == 0)
-        snprintf(where, sizeof(where), "%s:%d:%d: ", crater_doc_name(d->doc),
-                 line, col);
+    if (d->doc
+        && crater_doc_where(d->doc, d->docidx, d->path, &line, &col) == 0)
+        snprintf(where,
+                 sizeof(where),
+                 "%s:%d:%d: ",
+                 crater_doc_name(d->doc),
+                 line,
+                 col);
     else if (d->doc)
         snprintf(where, sizeof(where), "%s: ", crater_doc_name(d->doc));
     else
         where[0] = '\0';
-    return crater_errorf_field(d->err, errnum, d->path, "%s%s%s%s", where,
-                               d->path, d->len ? ": " : "", msg);
+    return crater_errorf_field(d->err,
+                               errnum,
+                               d->path,
+                               "%s%s%s%s",
+                               where,
+                               d->path,
+                               d->len ? ": " : "",
+                               msg);
 }
 
 const char *crater_dec_typename(const json_t *v)
@@ -130,7 +146,8 @@ static const crater_dec_field_t *find_field(const crater_dec_field_t *f,
     return NULL;
 }
 
-static int unknown_field(crater_dec_t *d, const crater_dec_field_t *fields,
+static int unknown_field(crater_dec_t *d,
+                         const crater_dec_field_t *fields,
                          const char *key)
 {
     const char *best = NULL;
@@ -144,31 +161,40 @@ static int unknown_field(crater_dec_t *d, const crater_dec_field_t *fields,
         }
     }
     if (best)
-        return crater_dec_fail(d, CRATER_EFIELD,
-                               "unknown field '%s' (did you mean '%s'?)", key,
+        return crater_dec_fail(d,
+                               CRATER_EFIELD,
+                               "unknown field '%s' (did you mean '%s'?)",
+                               key,
                                best);
     return crater_dec_fail(d, CRATER_EFIELD, "unknown field '%s'", key);
 }
 
-static int check_required(crater_dec_t *d, json_t *v,
+static int check_required(crater_dec_t *d,
+                          json_t *v,
                           const crater_dec_field_t *fields)
 {
     for (const crater_dec_field_t *f = fields; f->name; f++) {
         if ((f->flags & CRATER_FIELD_REQUIRED) && !json_object_get(v, f->name))
-            return crater_dec_fail(d, CRATER_EMISSING,
-                                   "missing required field '%s'", f->name);
+            return crater_dec_fail(d,
+                                   CRATER_EMISSING,
+                                   "missing required field '%s'",
+                                   f->name);
     }
     return 0;
 }
 
-int crater_dec_object(crater_dec_t *d, json_t *v,
-                      const crater_dec_field_t *fields, void *obj)
+int crater_dec_object(crater_dec_t *d,
+                      json_t *v,
+                      const crater_dec_field_t *fields,
+                      void *obj)
 {
     const char *key;
     json_t *val;
 
     if (!json_is_object(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected a mapping, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a mapping, got %s",
                                crater_dec_typename(v));
     json_object_foreach(v, key, val)
     {
@@ -183,19 +209,23 @@ int crater_dec_object(crater_dec_t *d, json_t *v,
     return check_required(d, v, fields);
 }
 
-int crater_dec_array(crater_dec_t *d, json_t *v, size_t max,
-                     crater_dec_elem_f fn, void *obj)
+int crater_dec_array(
+    crater_dec_t *d, json_t *v, size_t max, crater_dec_elem_f fn, void *obj)
 {
     size_t i;
     json_t *el;
 
     if (!json_is_array(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected a list, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a list, got %s",
                                crater_dec_typename(v));
     if (json_array_size(v) > max)
-        return crater_dec_fail(d, CRATER_ELIMIT,
+        return crater_dec_fail(d,
+                               CRATER_ELIMIT,
                                "list has %zu entries, at most %zu allowed",
-                               json_array_size(v), max);
+                               json_array_size(v),
+                               max);
     json_array_foreach(v, i, el)
     {
         size_t mark = crater_dec_push_index(d, i);
@@ -211,12 +241,16 @@ int crater_dec_str(crater_dec_t *d, json_t *v, size_t maxlen, char **out)
     char *s;
 
     if (!json_is_string(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected a string, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a string, got %s",
                                crater_dec_typename(v));
     if (json_string_length(v) > maxlen)
-        return crater_dec_fail(d, CRATER_ELIMIT,
+        return crater_dec_fail(d,
+                               CRATER_ELIMIT,
                                "string is %zu characters, at most %zu allowed",
-                               json_string_length(v), maxlen);
+                               json_string_length(v),
+                               maxlen);
     if (strlen(json_string_value(v)) != json_string_length(v))
         return crater_dec_fail(d, CRATER_EINVAL, "string contains a NUL");
     if (!(s = strdup(json_string_value(v))))
@@ -229,67 +263,83 @@ int crater_dec_str(crater_dec_t *d, json_t *v, size_t maxlen, char **out)
 int crater_dec_bool(crater_dec_t *d, json_t *v, bool *out)
 {
     if (!json_is_boolean(v))
-        return crater_dec_fail(d, CRATER_ETYPE,
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
                                "expected true or false, got %s",
                                crater_dec_typename(v));
     *out = json_is_true(v);
     return 0;
 }
 
-int crater_dec_int(crater_dec_t *d, json_t *v, int64_t min, int64_t max,
-                   int64_t *out)
+int crater_dec_int(
+    crater_dec_t *d, json_t *v, int64_t min, int64_t max, int64_t *out)
 {
     json_int_t i;
 
     if (!json_is_integer(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected an integer, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected an integer, got %s",
                                crater_dec_typename(v));
     i = json_integer_value(v);
     if (i < min || i > max)
-        return crater_dec_fail(d, CRATER_ERANGE,
+        return crater_dec_fail(d,
+                               CRATER_ERANGE,
                                "%" PRId64 " is out of range [%" PRId64
                                ", %" PRId64 "]",
-                               (int64_t)i, min, max);
+                               (int64_t)i,
+                               min,
+                               max);
     *out = i;
     return 0;
 }
 
-int crater_dec_uint(crater_dec_t *d, json_t *v, uint64_t min, uint64_t max,
-                    uint64_t *out)
+int crater_dec_uint(
+    crater_dec_t *d, json_t *v, uint64_t min, uint64_t max, uint64_t *out)
 {
     json_int_t i;
 
     if (!json_is_integer(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected an integer, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected an integer, got %s",
                                crater_dec_typename(v));
     i = json_integer_value(v);
     if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
-        return crater_dec_fail(d, CRATER_ERANGE,
+        return crater_dec_fail(d,
+                               CRATER_ERANGE,
                                "%" PRId64 " is out of range [%" PRIu64
                                ", %" PRIu64 "]",
-                               (int64_t)i, min, max);
+                               (int64_t)i,
+                               min,
+                               max);
     *out = (uint64_t)i;
     return 0;
 }
 
-int crater_dec_double(crater_dec_t *d, json_t *v, double min, double max,
-                      double *out)
+int crater_dec_double(
+    crater_dec_t *d, json_t *v, double min, double max, double *out)
 {
     double x;
 
     if (!json_is_number(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected a number, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a number, got %s",
                                crater_dec_typename(v));
     x = json_number_value(v);
     if (!isfinite(x) || x < min || x > max)
-        return crater_dec_fail(d, CRATER_ERANGE,
-                               "%g is out of range [%g, %g]", x, min, max);
+        return crater_dec_fail(d,
+                               CRATER_ERANGE,
+                               "%g is out of range [%g, %g]",
+                               x,
+                               min,
+                               max);
     *out = x;
     return 0;
 }
 
-const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf,
-                            size_t size)
+const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf, size_t size)
 {
     const char *lit;
 
@@ -307,7 +357,9 @@ const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf,
     return buf;
 }
 
-int crater_dec_quantity(crater_dec_t *d, json_t *v, crater_dim_t dim,
+int crater_dec_quantity(crater_dec_t *d,
+                        json_t *v,
+                        crater_dim_t dim,
                         uint64_t *out)
 {
     char buf[64];
@@ -315,22 +367,27 @@ int crater_dec_quantity(crater_dec_t *d, json_t *v, crater_dim_t dim,
     crater_error_t uerr;
 
     if (!json_is_string(v) && !json_is_number(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected a %s, got %s",
-                               crater_dim_name(dim), crater_dec_typename(v));
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a %s, got %s",
+                               crater_dim_name(dim),
+                               crater_dec_typename(v));
     text = crater_dec_text(d, v, buf, sizeof(buf));
     if (crater_parse_quantity(text, dim, out, &uerr) < 0)
         return crater_dec_fail(d, uerr.errnum, "%s", uerr.text);
     return 0;
 }
 
-int crater_dec_enum(crater_dec_t *d, json_t *v, const char *const *names,
-                    size_t n, int *out)
+int crater_dec_enum(
+    crater_dec_t *d, json_t *v, const char *const *names, size_t n, int *out)
 {
     char allowed[256] = "";
     size_t len = 0;
 
     if (!json_is_string(v))
-        return crater_dec_fail(d, CRATER_ETYPE, "expected a string, got %s",
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a string, got %s",
                                crater_dec_typename(v));
     for (size_t i = 0; i < n; i++) {
         if (names[i] && strcmp(names[i], json_string_value(v)) == 0) {
@@ -340,11 +397,17 @@ int crater_dec_enum(crater_dec_t *d, json_t *v, const char *const *names,
     }
     for (size_t i = 0; i < n && len < sizeof(allowed); i++) {
         if (names[i])
-            len += (size_t)snprintf(allowed + len, sizeof(allowed) - len,
-                                    "%s%s", len ? ", " : "", names[i]);
+            len += (size_t)snprintf(allowed + len,
+                                    sizeof(allowed) - len,
+                                    "%s%s",
+                                    len ? ", " : "",
+                                    names[i]);
     }
-    return crater_dec_fail(d, CRATER_EINVAL, "'%s' is not one of: %s",
-                           json_string_value(v), allowed);
+    return crater_dec_fail(d,
+                           CRATER_EINVAL,
+                           "'%s' is not one of: %s",
+                           json_string_value(v),
+                           allowed);
 }
 
 void crater_strv_free(char **v)
@@ -393,20 +456,27 @@ static int strv_elem(crater_dec_t *d, json_t *el, void *obj, size_t i)
     return crater_dec_str(d, el, c->maxlen, &c->v[i]);
 }
 
-int crater_dec_strv(crater_dec_t *d, json_t *v, size_t maxn, size_t maxlen,
-                    char ***out, size_t *n)
+int crater_dec_strv(crater_dec_t *d,
+                    json_t *v,
+                    size_t maxn,
+                    size_t maxlen,
+                    char ***out,
+                    size_t *n)
 {
     struct strv_ctx c = {.maxlen = maxlen};
     size_t count = json_is_array(v) ? json_array_size(v) : 1;
 
     if (!json_is_array(v) && !json_is_string(v))
-        return crater_dec_fail(d, CRATER_ETYPE,
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
                                "expected a string or a list of strings, got %s",
                                crater_dec_typename(v));
     if (count > maxn)
-        return crater_dec_fail(d, CRATER_ELIMIT,
+        return crater_dec_fail(d,
+                               CRATER_ELIMIT,
                                "list has %zu entries, at most %zu allowed",
-                               count, maxn);
+                               count,
+                               maxn);
     if (!(c.v = calloc(count + 1, sizeof(*c.v))))
         return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
     if ((json_is_array(v) ? crater_dec_array(d, v, maxn, strv_elem, &c)

@@ -126,19 +126,23 @@ static int cmp_ent(const void *a, const void *b)
                   ((const struct pathent *)b)->path);
 }
 
-static const struct pathent *lookup(const crater_doc_t *doc, size_t i,
+static const struct pathent *lookup(const crater_doc_t *doc,
+                                    size_t i,
                                     const char *path)
 {
     struct pathent key = {.path = (char *)path};
 
     if (!doc || i >= doc->n || !doc->maps[i].n)
         return NULL;
-    return bsearch(&key, doc->maps[i].ents, doc->maps[i].n, sizeof(key),
+    return bsearch(&key,
+                   doc->maps[i].ents,
+                   doc->maps[i].n,
+                   sizeof(key),
                    cmp_ent);
 }
 
-int crater_doc_where(const crater_doc_t *doc, size_t i, const char *path,
-                     int *line, int *col)
+int crater_doc_where(
+    const crater_doc_t *doc, size_t i, const char *path, int *line, int *col)
 {
     const struct pathent *e = lookup(doc, i, path);
 
@@ -149,7 +153,8 @@ int crater_doc_where(const crater_doc_t *doc, size_t i, const char *path,
     return 0;
 }
 
-const char *crater_doc_literal(const crater_doc_t *doc, size_t i,
+const char *crater_doc_literal(const crater_doc_t *doc,
+                               size_t i,
                                const char *path)
 {
     const struct pathent *e = lookup(doc, i, path);
@@ -168,19 +173,22 @@ static int check_tree(const json_t *v, int depth, size_t *nodes)
     if (depth > CRATER_DOC_MAX_DEPTH || ++*nodes > CRATER_DOC_MAX_NODES)
         return -1;
     if (json_is_object(v)) {
-        json_object_foreach((json_t *)v, k, c) if (check_tree(c, depth + 1,
-                                                              nodes) < 0)
-            return -1;
+        json_object_foreach((json_t *)v,
+                            k,
+                            c) if (check_tree(c, depth + 1, nodes)
+                                   < 0) return -1;
     } else if (json_is_array(v)) {
-        json_array_foreach(v, i, c) if (check_tree(c, depth + 1, nodes) < 0)
-            return -1;
+        json_array_foreach(v, i, c) if (check_tree(c, depth + 1, nodes)
+                                        < 0) return -1;
     }
     return 0;
 }
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static int parse_json(crater_doc_t *doc, const char *buf, size_t len,
+static int parse_json(crater_doc_t *doc,
+                      const char *buf,
+                      size_t len,
                       crater_error_t *err)
 {
     json_error_t jerr;
@@ -188,14 +196,21 @@ static int parse_json(crater_doc_t *doc, const char *buf, size_t len,
     size_t nodes = 0;
 
     if (!root)
-        return crater_errorf(err, CRATER_EPARSE, "%s:%d:%d: %s", doc->name,
-                             jerr.line, jerr.column, jerr.text);
+        return crater_errorf(err,
+                             CRATER_EPARSE,
+                             "%s:%d:%d: %s",
+                             doc->name,
+                             jerr.line,
+                             jerr.column,
+                             jerr.text);
     if (check_tree(root, 0, &nodes) < 0) {
         json_decref(root);
-        return crater_errorf(err, CRATER_ELIMIT,
+        return crater_errorf(err,
+                             CRATER_ELIMIT,
                              "%s: document nested deeper than %d or holding "
                              "more than %d values",
-                             doc->name, CRATER_DOC_MAX_DEPTH,
+                             doc->name,
+                             CRATER_DOC_MAX_DEPTH,
                              CRATER_DOC_MAX_NODES);
     }
     if (doc_append(doc, root, NULL) < 0) {
@@ -209,9 +224,10 @@ static int parse_json(crater_doc_t *doc, const char *buf, size_t len,
 
 struct frame {
     json_t *container;
-    char *key;      /* mapping: key awaiting its value, NULL when none */
-    size_t pathlen; /* length of this container's own path */
-    size_t index;   /* sequence: next index */
+    char *key; /* mapping: key awaiting its value, NULL when none */
+    struct fy_mark keymark; /* where that key starts */
+    size_t pathlen;         /* length of this container's own path */
+    size_t index;           /* sequence: next index */
 };
 
 struct builder {
@@ -225,12 +241,19 @@ struct builder {
     size_t nodes;
 };
 
-static int bfail(struct builder *b, const struct fy_mark *m,
-                 crater_errno_t errnum, const char *msg)
+static int bfail(struct builder *b,
+                 const struct fy_mark *m,
+                 crater_errno_t errnum,
+                 const char *msg)
 {
     if (m)
-        return crater_errorf(b->err, errnum, "%s:%d:%d: %s", b->doc->name,
-                             m->line + 1, m->column + 1, msg);
+        return crater_errorf(b->err,
+                             errnum,
+                             "%s:%d:%d: %s",
+                             b->doc->name,
+                             m->line + 1,
+                             m->column + 1,
+                             msg);
     return crater_errorf(b->err, errnum, "%s: %s", b->doc->name, msg);
 }
 
@@ -244,7 +267,8 @@ static void builder_reset(struct builder *b)
     map_free(&b->map);
 }
 
-static int map_add(struct builder *b, const struct fy_mark *m,
+static int map_add(struct builder *b,
+                   const struct fy_mark *m,
                    const char *literal)
 {
     struct pathent *e;
@@ -285,11 +309,13 @@ static int child_path(struct builder *b)
     f = &b->stack[b->depth - 1];
     base = f->pathlen;
     if (json_is_object(f->container))
-        n = snprintf(b->path + base, sizeof(b->path) - base, "%s%s",
-                     base ? "." : "", f->key);
+        n = snprintf(b->path + base,
+                     sizeof(b->path) - base,
+                     "%s%s",
+                     base ? "." : "",
+                     f->key);
     else
-        n = snprintf(b->path + base, sizeof(b->path) - base, "[%zu]",
-                     f->index);
+        n = snprintf(b->path + base, sizeof(b->path) - base, "[%zu]", f->index);
     return n < 0 || (size_t)n >= sizeof(b->path) - base ? -1 : 0;
 }
 
@@ -373,7 +399,8 @@ static json_t *plain_scalar(const char *s, int *literal)
     return json_string(s);
 }
 
-static json_t *scalar_value(struct builder *b, struct fy_event *fye,
+static json_t *scalar_value(struct builder *b,
+                            struct fy_event *fye,
                             const char **literal)
 {
     struct fy_token *tok = fy_event_get_token(fye);
@@ -392,7 +419,8 @@ static json_t *scalar_value(struct builder *b, struct fy_event *fye,
     return v;
 }
 
-static int take_key(struct builder *b, struct fy_event *fye,
+static int take_key(struct builder *b,
+                    struct fy_event *fye,
                     const struct fy_mark *m)
 {
     struct frame *f = &b->stack[b->depth - 1];
@@ -401,8 +429,7 @@ static int take_key(struct builder *b, struct fy_event *fye,
     char msg[200];
 
     if (fye->type != FYET_SCALAR)
-        return bfail(b, m, CRATER_EPARSE,
-                     "mapping keys must be plain strings");
+        return bfail(b, m, CRATER_EPARSE, "mapping keys must be plain strings");
     tok = fy_event_get_token(fye);
     text = tok ? fy_token_get_text0(tok) : "";
     if (!text)
@@ -413,6 +440,7 @@ static int take_key(struct builder *b, struct fy_event *fye,
     }
     if (!(f->key = strdup(text)))
         return bfail(b, m, CRATER_ENOMEM, "out of memory");
+    f->keymark = *m;
     return 0;
 }
 
@@ -437,9 +465,21 @@ static int push_container(struct builder *b, json_t *c)
     return 0;
 }
 
-static int on_value(struct builder *b, struct fy_event *fye,
-                    const struct fy_mark *m)
+/* A value in a mapping is reported at its key ("memory:" rather than the
+ * value after it), which is where editors and linters point too. */
+static const struct fy_mark *value_mark(struct builder *b,
+                                        const struct fy_mark *m)
 {
+    struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
+
+    return f && f->key ? &f->keymark : m;
+}
+
+static int on_value(struct builder *b,
+                    struct fy_event *fye,
+                    const struct fy_mark *vm)
+{
+    const struct fy_mark *m = value_mark(b, vm);
     const char *literal = NULL;
     json_t *v;
 
@@ -460,7 +500,9 @@ static int on_value(struct builder *b, struct fy_event *fye,
     if (!v)
         return bfail(b, m, CRATER_ENOMEM, "out of memory");
     if (push_container(b, v) < 0)
-        return bfail(b, m, CRATER_ELIMIT,
+        return bfail(b,
+                     m,
+                     CRATER_ELIMIT,
                      "document nested deeper than 32 levels");
     return 0;
 }
@@ -471,10 +513,14 @@ static int on_node_event(struct builder *b, struct fy_event *fye)
     struct frame *top = b->depth ? &b->stack[b->depth - 1] : NULL;
 
     if (fye->type == FYET_ALIAS)
-        return bfail(b, m, CRATER_EPARSE,
+        return bfail(b,
+                     value_mark(b, m),
+                     CRATER_EPARSE,
                      "YAML aliases (*name) are not supported");
     if (fy_event_get_tag_token(fye))
-        return bfail(b, m, CRATER_EPARSE,
+        return bfail(b,
+                     value_mark(b, m),
+                     CRATER_EPARSE,
                      "YAML tags (!!str, !name) are not supported; quote the "
                      "value instead");
     if (top && json_is_object(top->container) && !top->key)
@@ -527,47 +573,114 @@ static int on_event(struct builder *b, struct fy_event *fye)
     }
 }
 
-static int parser_error(struct builder *b, struct fy_parser *fyp)
-{
-    struct fy_diag *diag = fy_parser_get_diag(fyp);
-    void *iter = NULL;
-    struct fy_diag_error *de = diag ? fy_diag_errors_iterate(diag, &iter)
-                                    : NULL;
+/* libfyaml reports through a diag object. Its "collect errors" mode leaks
+ * in 0.7.12, so instead the output callback keeps the first error
+ * ("<source>:LINE:COL: error: MESSAGE") and nothing is ever printed:
+ * library code must not write to stderr. */
+struct diagcap {
+    char msg[160];
+    int line, col;
+    int got;
+};
 
-    if (de)
-        crater_errorf(b->err, CRATER_EPARSE, "%s:%d:%d: %s", b->doc->name,
-                      de->line + 1, de->column + 1, de->msg);
-    else
-        crater_errorf(b->err, CRATER_EPARSE, "%s: YAML syntax error",
-                      b->doc->name);
-    fy_diag_unref(diag);
-    return -1;
+static void diag_output(struct fy_diag *diag,
+                        void *user,
+                        const char *buf,
+                        size_t len)
+{
+    struct diagcap *cap = user;
+    const char *e = memmem(buf, len, ": error: ", 9);
+    const char *p;
+    size_t mlen;
+
+    (void)diag;
+    if (cap->got || !e)
+        return;
+    mlen = strcspn(e + 9, "\n");
+    snprintf(cap->msg, sizeof(cap->msg), "%.*s", (int)mlen, e + 9);
+    for (p = e - 1; p > buf && (isdigit((unsigned char)*p) || *p == ':');)
+        p--;
+    while (p < e && !isdigit((unsigned char)*p))
+        p++;
+    if (sscanf(p, "%d:%d", &cap->line, &cap->col) != 2)
+        cap->line = cap->col = 0;
+    cap->got = 1;
 }
 
-static int parse_yaml(crater_doc_t *doc, const char *buf, size_t len,
-                      crater_error_t *err)
+static struct fy_diag *quiet_diag(struct diagcap *cap)
 {
-    struct fy_parse_cfg cfg = {
-        .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_DEFAULT_VERSION_1_2
-                 | FYPCF_JSON_NONE,
-    };
-    struct builder b = {.doc = doc, .err = err};
-    struct fy_parser *fyp = fy_parser_create(&cfg);
+    struct fy_diag_cfg dcfg;
+
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = diag_output;
+    dcfg.user = cap;
+    dcfg.colorize = false;
+    dcfg.show_source = false;
+    return fy_diag_create(&dcfg);
+}
+
+static int parser_error(struct builder *b, const struct diagcap *cap)
+{
+    if (cap->got && cap->line > 0)
+        return crater_errorf(b->err,
+                             CRATER_EPARSE,
+                             "%s:%d:%d: %s",
+                             b->doc->name,
+                             cap->line,
+                             cap->col,
+                             cap->msg);
+    if (cap->got)
+        return crater_errorf(b->err,
+                             CRATER_EPARSE,
+                             "%s: %s",
+                             b->doc->name,
+                             cap->msg);
+    return crater_errorf(b->err,
+                         CRATER_EPARSE,
+                         "%s: YAML syntax error",
+                         b->doc->name);
+}
+
+static int run_parser(struct builder *b,
+                      struct fy_parser *fyp,
+                      const struct diagcap *cap)
+{
     struct fy_event *fye;
     int rc = 0;
 
-    if (!fyp || fy_parser_set_string(fyp, buf, len) < 0) {
-        fy_parser_destroy(fyp);
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    }
     while (rc == 0 && (fye = fy_parser_parse(fyp))) {
-        rc = on_event(&b, fye);
+        rc = on_event(b, fye);
         fy_parser_event_free(fyp, fye);
     }
     if (rc == 0 && fy_parser_get_stream_error(fyp))
-        rc = parser_error(&b, fyp);
+        rc = parser_error(b, cap);
+    return rc;
+}
+
+static int parse_yaml(crater_doc_t *doc,
+                      const char *buf,
+                      size_t len,
+                      crater_error_t *err)
+{
+    struct diagcap cap = {.got = 0};
+    struct fy_parse_cfg cfg = {
+        .flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_JSON_NONE,
+        .diag = quiet_diag(&cap),
+    };
+    struct builder b = {.doc = doc, .err = err};
+    struct fy_parser *fyp = cfg.diag ? fy_parser_create(&cfg) : NULL;
+    int rc;
+
+    if (!fyp || fy_parser_set_string(fyp, buf, len) < 0) {
+        fy_parser_destroy(fyp);
+        fy_diag_unref(cfg.diag);
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
+    rc = run_parser(&b, fyp, &cap);
     builder_reset(&b);
     fy_parser_destroy(fyp);
+    fy_diag_unref(cfg.diag);
     return rc;
 }
 
@@ -583,27 +696,34 @@ static int looks_like_json(const char *buf, size_t len)
     return 0;
 }
 
-int crater_doc_parse(const char *buf, size_t len, const char *name,
-                     crater_doc_t **out, crater_error_t *err)
+int crater_doc_parse(const char *buf,
+                     size_t len,
+                     const char *name,
+                     crater_doc_t **out,
+                     crater_error_t *err)
 {
     crater_doc_t *doc;
     int rc;
 
     if (len > CRATER_DOC_MAX_BYTES)
-        return crater_errorf(err, CRATER_ELIMIT,
+        return crater_errorf(err,
+                             CRATER_ELIMIT,
                              "%s: input is %zu bytes, the limit is %u",
-                             name ? name : "<input>", len,
+                             name ? name : "<input>",
+                             len,
                              CRATER_DOC_MAX_BYTES);
     if (memchr(buf, '\0', len))
-        return crater_errorf(err, CRATER_EPARSE, "%s: input contains a NUL "
-                             "byte", name ? name : "<input>");
+        return crater_errorf(err,
+                             CRATER_EPARSE,
+                             "%s: input contains a NUL "
+                             "byte",
+                             name ? name : "<input>");
     if (!(doc = doc_new(name)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     rc = looks_like_json(buf, len) ? parse_json(doc, buf, len, err)
                                    : parse_yaml(doc, buf, len, err);
     if (rc == 0 && doc->n == 0)
-        rc = crater_errorf(err, CRATER_EPARSE, "%s: empty document",
-                           doc->name);
+        rc = crater_errorf(err, CRATER_EPARSE, "%s: empty document", doc->name);
     if (rc < 0) {
         crater_doc_destroy(doc);
         return -1;
@@ -639,16 +759,21 @@ int crater_doc_load(const char *path, crater_doc_t **out, crater_error_t *err)
     int rc, failed;
 
     if (!fp)
-        return crater_errorf(err, errno == ENOENT ? CRATER_ENOENT : CRATER_EIO,
-                             "%s: %s", path, strerror(errno));
+        return crater_errorf(err,
+                             errno == ENOENT ? CRATER_ENOENT : CRATER_EIO,
+                             "%s: %s",
+                             path,
+                             strerror(errno));
     buf = read_all(fp, &len);
     failed = ferror(fp);
     if (!is_stdin)
         fclose(fp);
     if (!buf || failed) {
         free(buf);
-        return crater_errorf(err, buf ? CRATER_EIO : CRATER_ENOMEM,
-                             "%s: read failed", path);
+        return crater_errorf(err,
+                             buf ? CRATER_EIO : CRATER_ENOMEM,
+                             "%s: read failed",
+                             path);
     }
     rc = crater_doc_parse(buf, len, is_stdin ? "<stdin>" : path, out, err);
     free(buf);
@@ -665,9 +790,9 @@ char *crater_json_to_yaml(const json_t *v)
     if (!json)
         return NULL;
     fyd = fy_document_build_from_string(&cfg, json, FY_NT);
-    yaml = fyd ? fy_emit_document_to_string(
-                     fyd, FYECF_MODE_BLOCK | FYECF_INDENT_2 | FYECF_WIDTH_INF
-)
+    yaml = fyd ? fy_emit_document_to_string(fyd,
+                                            FYECF_MODE_BLOCK | FYECF_INDENT_2
+                                                | FYECF_WIDTH_INF)
                : NULL;
     fy_document_destroy(fyd);
     free(json);

@@ -30,8 +30,11 @@ static void copy_trunc(char *dst, size_t size, const char *src)
     memcpy(dst + size - 4, "...", 4);
 }
 
-int crater_verrorf(crater_error_t *err, crater_errno_t errnum,
-                   const char *field, const char *fmt, va_list ap)
+int crater_verrorf(crater_error_t *err,
+                   crater_errno_t errnum,
+                   const char *field,
+                   const char *fmt,
+                   va_list ap)
 {
     char buf[1024];
 
@@ -44,7 +47,9 @@ int crater_verrorf(crater_error_t *err, crater_errno_t errnum,
     return -1;
 }
 
-int crater_errorf(crater_error_t *err, crater_errno_t errnum, const char *fmt,
+int crater_errorf(crater_error_t *err,
+                  crater_errno_t errnum,
+                  const char *fmt,
                   ...)
 {
     va_list ap;
@@ -55,8 +60,11 @@ int crater_errorf(crater_error_t *err, crater_errno_t errnum, const char *fmt,
     return -1;
 }
 
-int crater_errorf_field(crater_error_t *err, crater_errno_t errnum,
-                        const char *field, const char *fmt, ...)
+int crater_errorf_field(crater_error_t *err,
+                        crater_errno_t errnum,
+                        const char *field,
+                        const char *fmt,
+                        ...)
 {
     va_list ap;
 

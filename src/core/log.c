@@ -19,10 +19,14 @@ static const struct {
     const char *name;
     crater_subsys_t bit;
 } subsys_names[] = {
-    {"core", CRATER_SUB_CORE},       {"codec", CRATER_SUB_CODEC},
-    {"sched", CRATER_SUB_SCHED},     {"store", CRATER_SUB_STORE},
-    {"net", CRATER_SUB_NET},         {"daemon", CRATER_SUB_DAEMON},
-    {"agent", CRATER_SUB_AGENT},     {"sim", CRATER_SUB_SIM},
+    {"core", CRATER_SUB_CORE},
+    {"codec", CRATER_SUB_CODEC},
+    {"sched", CRATER_SUB_SCHED},
+    {"store", CRATER_SUB_STORE},
+    {"net", CRATER_SUB_NET},
+    {"daemon", CRATER_SUB_DAEMON},
+    {"agent", CRATER_SUB_AGENT},
+    {"sim", CRATER_SUB_SIM},
     {"gpuslice", CRATER_SUB_GPUSLICE},
 };
 
@@ -64,7 +68,8 @@ static int lookup_subsys(const char *name, size_t len, unsigned *bit)
     return -1;
 }
 
-int crater_log_parse_debug(const char *spec, unsigned *mask,
+int crater_log_parse_debug(const char *spec,
+                           unsigned *mask,
                            crater_error_t *err)
 {
     unsigned m = 0;
@@ -75,11 +80,13 @@ int crater_log_parse_debug(const char *spec, unsigned *mask,
         unsigned bit;
 
         if (len > 0 && lookup_subsys(p, len, &bit) < 0)
-            return crater_errorf(err, CRATER_EINVAL,
+            return crater_errorf(err,
+                                 CRATER_EINVAL,
                                  "unknown debug subsystem '%.*s' (known: core, "
                                  "codec, sched, store, net, daemon, agent, "
                                  "sim, gpuslice, all)",
-                                 (int)len, p);
+                                 (int)len,
+                                 p);
         if (len > 0)
             m |= bit;
         p += len;

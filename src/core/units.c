@@ -30,14 +30,14 @@ static const struct unit units[] = {
     {"B", CRATER_DIM_BYTES, 1},
     {"Ki", CRATER_DIM_BYTES, KI},
     {"KiB", CRATER_DIM_BYTES, KI},
-    {"Mi", CRATER_DIM_BYTES, KI * KI},
-    {"MiB", CRATER_DIM_BYTES, KI * KI},
-    {"Gi", CRATER_DIM_BYTES, KI * KI * KI},
-    {"GiB", CRATER_DIM_BYTES, KI * KI * KI},
-    {"Ti", CRATER_DIM_BYTES, KI * KI * KI * KI},
-    {"TiB", CRATER_DIM_BYTES, KI * KI * KI * KI},
-    {"Pi", CRATER_DIM_BYTES, KI * KI * KI * KI * KI},
-    {"PiB", CRATER_DIM_BYTES, KI * KI * KI * KI * KI},
+    {"Mi", CRATER_DIM_BYTES, KI *KI},
+    {"MiB", CRATER_DIM_BYTES, KI *KI},
+    {"Gi", CRATER_DIM_BYTES, KI *KI *KI},
+    {"GiB", CRATER_DIM_BYTES, KI *KI *KI},
+    {"Ti", CRATER_DIM_BYTES, KI *KI *KI *KI},
+    {"TiB", CRATER_DIM_BYTES, KI *KI *KI *KI},
+    {"Pi", CRATER_DIM_BYTES, KI *KI *KI *KI *KI},
+    {"PiB", CRATER_DIM_BYTES, KI *KI *KI *KI *KI},
     {"k", CRATER_DIM_BYTES, 1000ull},
     {"K", CRATER_DIM_BYTES, 1000ull},
     {"kB", CRATER_DIM_BYTES, 1000ull},
@@ -71,9 +71,9 @@ static const struct unit units[] = {
     {"GB/s", CRATER_DIM_BANDWIDTH, 1000000000ull},
     {"TB/s", CRATER_DIM_BANDWIDTH, 1000000000000ull},
     {"KiB/s", CRATER_DIM_BANDWIDTH, KI},
-    {"MiB/s", CRATER_DIM_BANDWIDTH, KI * KI},
-    {"GiB/s", CRATER_DIM_BANDWIDTH, KI * KI * KI},
-    {"TiB/s", CRATER_DIM_BANDWIDTH, KI * KI * KI * KI},
+    {"MiB/s", CRATER_DIM_BANDWIDTH, KI *KI},
+    {"GiB/s", CRATER_DIM_BANDWIDTH, KI *KI *KI},
+    {"TiB/s", CRATER_DIM_BANDWIDTH, KI *KI *KI *KI},
     {"Kbps", CRATER_DIM_BANDWIDTH, 125ull},
     {"Mbps", CRATER_DIM_BANDWIDTH, 125000ull},
     {"Gbps", CRATER_DIM_BANDWIDTH, 125000000ull},
@@ -152,8 +152,11 @@ static int parse_exponent(const char **pp, struct num *n)
 }
 
 /* Parse the numeric prefix of *pp; advance past it. */
-static int parse_number(const char **pp, struct num *n, const char *s,
-                        crater_dim_t dim, crater_error_t *err)
+static int parse_number(const char **pp,
+                        struct num *n,
+                        const char *s,
+                        crater_dim_t dim,
+                        crater_error_t *err)
 {
     const char *p = *pp;
     int nd = 0;
@@ -161,8 +164,10 @@ static int parse_number(const char **pp, struct num *n, const char *s,
     n->mant = 0;
     n->exp10 = 0;
     if (*p == '-')
-        return crater_errorf(err, CRATER_EUNIT,
-                             "'%s': a %s cannot be negative", s,
+        return crater_errorf(err,
+                             CRATER_EUNIT,
+                             "'%s': a %s cannot be negative",
+                             s,
                              dim_names[dim]);
     if (*p == '+')
         p++;
@@ -179,8 +184,10 @@ static int parse_number(const char **pp, struct num *n, const char *s,
     return 0;
 }
 
-static const struct unit *find_unit(const char *suffix, size_t len,
-                                    crater_dim_t dim, int any)
+static const struct unit *find_unit(const char *suffix,
+                                    size_t len,
+                                    crater_dim_t dim,
+                                    int any)
 {
     for (size_t i = 0; i < NUNITS; i++) {
         if ((any || units[i].dim == dim) && strlen(units[i].suffix) == len
@@ -190,23 +197,39 @@ static const struct unit *find_unit(const char *suffix, size_t len,
     return NULL;
 }
 
-static int unit_error(const char *s, const char *suffix, size_t len,
-                      crater_dim_t dim, crater_error_t *err)
+static int unit_error(const char *s,
+                      const char *suffix,
+                      size_t len,
+                      crater_dim_t dim,
+                      crater_error_t *err)
 {
     const struct unit *other = len ? find_unit(suffix, len, dim, 1) : NULL;
 
     if (len == 0)
-        return crater_errorf(err, CRATER_EUNIT,
-                             "'%s': a %s needs a unit (%s)", s, dim_names[dim],
+        return crater_errorf(err,
+                             CRATER_EUNIT,
+                             "'%s': a %s needs a unit (%s)",
+                             s,
+                             dim_names[dim],
                              dim_hint[dim]);
     if (other)
-        return crater_errorf(err, CRATER_EUNIT,
+        return crater_errorf(err,
+                             CRATER_EUNIT,
                              "'%s': '%.*s' is a %s unit, expected a %s (%s)",
-                             s, (int)len, suffix, dim_names[other->dim],
-                             dim_names[dim], dim_hint[dim]);
-    return crater_errorf(err, CRATER_EUNIT,
-                         "'%s': unknown unit '%.*s' for a %s (use %s)", s,
-                         (int)len, suffix, dim_names[dim], dim_hint[dim]);
+                             s,
+                             (int)len,
+                             suffix,
+                             dim_names[other->dim],
+                             dim_names[dim],
+                             dim_hint[dim]);
+    return crater_errorf(err,
+                         CRATER_EUNIT,
+                         "'%s': unknown unit '%.*s' for a %s (use %s)",
+                         s,
+                         (int)len,
+                         suffix,
+                         dim_names[dim],
+                         dim_hint[dim]);
 }
 
 static u128 pow10_u128(int e)
@@ -256,8 +279,12 @@ static int is_special(const char *s)
 
 /* Parse one "number unit" term starting at *pp. For durations the unit
  * ends at the next digit so "1h30m" is two terms. */
-static int parse_term(const char **pp, const char *s, crater_dim_t dim,
-                      uint64_t *out, int *bare, crater_error_t *err)
+static int parse_term(const char **pp,
+                      const char *s,
+                      crater_dim_t dim,
+                      uint64_t *out,
+                      int *bare,
+                      crater_error_t *err)
 {
     struct num n;
     const char *p = *pp;
@@ -271,14 +298,19 @@ static int parse_term(const char **pp, const char *s, crater_dim_t dim,
     if (!u)
         return unit_error(s, p, len, dim, err);
     if (scale(&n, u->mult, out) < 0)
-        return crater_errorf(err, CRATER_EUNIT, "'%s': %s is too large", s,
+        return crater_errorf(err,
+                             CRATER_EUNIT,
+                             "'%s': %s is too large",
+                             s,
                              dim_names[dim]);
     *bare = *u->suffix == '\0';
     *pp = p + len;
     return 0;
 }
 
-int crater_parse_quantity(const char *s, crater_dim_t dim, uint64_t *out,
+int crater_parse_quantity(const char *s,
+                          crater_dim_t dim,
+                          uint64_t *out,
                           crater_error_t *err)
 {
     const char *p = s;
@@ -290,19 +322,25 @@ int crater_parse_quantity(const char *s, crater_dim_t dim, uint64_t *out,
     if (!s || !*s)
         return crater_errorf(err, CRATER_EUNIT, "empty %s", dim_names[dim]);
     if (is_special(s))
-        return crater_errorf(err, CRATER_EUNIT,
-                             "'%s' is not a finite number", s);
+        return crater_errorf(err,
+                             CRATER_EUNIT,
+                             "'%s' is not a finite number",
+                             s);
     do {
         if (parse_term(&p, s, dim, &term, &bare, err) < 0)
             return -1;
         if (bare && (terms > 0 || *p))
-            return crater_errorf(err, CRATER_EUNIT,
+            return crater_errorf(err,
+                                 CRATER_EUNIT,
                                  "'%s': every part of a compound duration "
                                  "needs a unit (e.g. 1h30m)",
                                  s);
         if (total + term < total)
-            return crater_errorf(err, CRATER_EUNIT, "'%s': %s is too large",
-                                 s, dim_names[dim]);
+            return crater_errorf(err,
+                                 CRATER_EUNIT,
+                                 "'%s': %s is too large",
+                                 s,
+                                 dim_names[dim]);
         total += term;
         terms++;
     } while (*p);
@@ -320,8 +358,7 @@ int crater_parse_millicpu(const char *s, uint64_t *out, crater_error_t *err)
     return crater_parse_quantity(s, CRATER_DIM_CPU, out, err);
 }
 
-int crater_parse_duration_ns(const char *s, uint64_t *out,
-                             crater_error_t *err)
+int crater_parse_duration_ns(const char *s, uint64_t *out, crater_error_t *err)
 {
     return crater_parse_quantity(s, CRATER_DIM_DURATION, out, err);
 }
@@ -336,7 +373,9 @@ int crater_parse_iops(const char *s, uint64_t *out, crater_error_t *err)
     return crater_parse_quantity(s, CRATER_DIM_IOPS, out, err);
 }
 
-char *crater_format_quantity(uint64_t v, crater_dim_t dim, char *buf,
+char *crater_format_quantity(uint64_t v,
+                             crater_dim_t dim,
+                             char *buf,
                              size_t size)
 {
     const struct unit *best = NULL;
@@ -355,7 +394,10 @@ char *crater_format_quantity(uint64_t v, crater_dim_t dim, char *buf,
     else if (dim == CRATER_DIM_CPU && best->mult == 1000)
         snprintf(buf, size, "%llu", (unsigned long long)(v / 1000));
     else
-        snprintf(buf, size, "%llu%s", (unsigned long long)(v / best->mult),
+        snprintf(buf,
+                 size,
+                 "%llu%s",
+                 (unsigned long long)(v / best->mult),
                  best->suffix);
     return buf;
 }
