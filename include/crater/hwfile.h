@@ -28,8 +28,11 @@ int crater_hw_load(const char *path,
                    crater_cluster_t **out,
                    crater_error_t *err);
 
-/* Normalised documents (all quantities in base units) that decode back to
- * an equal cluster. New references; NULL on allocation failure. */
+/* Normalised documents (all quantities in base units; bandwidths as
+ * "<integer>B/s", since a bare bandwidth number is refused) that decode
+ * back to an equal cluster: encode_node gives a kind: Node document,
+ * encode a kind: Cluster one with every node and GPU spelled out. New
+ * references; NULL on allocation failure. */
 json_t *crater_hw_encode_node(const crater_node_t *n);
 json_t *crater_hw_encode(const crater_cluster_t *c);
 

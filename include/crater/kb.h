@@ -59,14 +59,24 @@ size_t crater_kb_cpu_count(const crater_kb_t *kb);
 const crater_kb_cpu_t *crater_kb_cpu_at(const crater_kb_t *kb, size_t i);
 
 /* Apply hardware_knowledge_base.override: a list of entries, each
- * {vendor, model, ...fields}; an entry whose model is known replaces the
- * fields it names, an unknown model is added. GPU entries are those with
- * GPU fields (memory, sm_count, ...), CPU entries those with CPU fields
- * (ipc_baseline, memory_bandwidth_gbps, ...). On error kb is unchanged. */
+ * {type: gpu|cpu, vendor, model, ...fields} (schema in doc/hardware.md);
+ * an entry whose model is known replaces the fields it names (aliases are
+ * appended), an unknown model is added. d's path is where list sits;
+ * errors name the entry and field. On error kb is unchanged. list NULL
+ * is a no-op. */
 int crater_kb_override(crater_kb_t *kb, crater_dec_t *d, json_t *list);
 
-/* Canonical form of a model name: lowercase, "nvidia"/"tesla" prefixes
- * dropped, spaces and '_' turned into '-'. Writes into buf (size bytes). */
+/* Decoders shared by knowledge-base overrides and hardware files.
+ * Compute capability: 80, 8.0, "8.0", "80" or "sm_80" -> 80.
+ * GB/s: a plain number of decimal GB/s, converted exactly (204.8 ->
+ * 204,800,000,000 B/s); strings are refused (use a quantity field). */
+int crater_kb_dec_compute_cap(crater_dec_t *d, json_t *v, uint32_t *out);
+int crater_kb_dec_gbps(crater_dec_t *d, json_t *v, uint64_t *out);
+
+/* Canonical form of a model name: surrounding blanks trimmed, lowercase,
+ * leading "nvidia "/"tesla " dropped, each run of spaces and '_' turned
+ * into one '-'. Writes into buf (size bytes); NULL when name is NULL or
+ * the result does not fit. */
 char *crater_kb_normalize(const char *name, char *buf, size_t size);
 
 /* The whole table as JSON (base units), for `crater kb` and docs. */

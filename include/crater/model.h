@@ -131,7 +131,8 @@ void crater_node_clear(crater_node_t *n);
 /* Free a cluster from crater_hw_* and its nodes. NULL is accepted. */
 void crater_cluster_destroy(crater_cluster_t *c);
 
-/* Totals over a node's resources. */
+/* Totals over a node's resources. cpu_milli counts hardware threads
+ * (cores where threads is 0), 1000 per thread; memory_bytes sums mems[]. */
 uint64_t crater_node_cpu_milli(const crater_node_t *n);
 uint64_t crater_node_memory_bytes(const crater_node_t *n);
 

@@ -1,1 +1,80 @@
-int main(void){return 0;}
+/* main.c - the crater command: subcommand dispatch and process set-up.
+ *
+ * This is the only place that decides how library log messages reach the
+ * user (stderr, prefixed "crater: ") and that turns errors into exit codes:
+ * 0 success, 1 the input was rejected, 2 bad usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "crater/log.h"
+
+static const struct cli_cmd commands[] = {
+    {"validate",
+     cli_validate,
+     "check job specs, profiles, hardware files "
+     "and configs"},
+    {"config", cli_config, "print the configuration reference or defaults"},
+    {"kb", cli_kb, "print the hardware knowledge base"},
+    {"version", cli_version, "print the version"},
+    {NULL, NULL, NULL},
+};
+
+static void log_stderr(int level, const char *msg, void *arg)
+{
+    (void)arg;
+    fprintf(stderr,
+            "crater: %s%s\n",
+            level <= LOG_ERR       ? "error: "
+            : level == LOG_WARNING ? "warning: "
+                                   : "",
+            msg);
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: crater [--debug SUBSYS,...] COMMAND [ARGS]\n\n"
+            "commands:\n");
+    for (const struct cli_cmd *c = commands; c->name; c++)
+        fprintf(fp, "  %-10s %s\n", c->name, c->help);
+    fprintf(fp, "\nRun 'crater COMMAND --help' for a command's options.\n");
+}
+
+static int set_debug(const char *spec)
+{
+    crater_error_t err;
+    unsigned mask;
+
+    if (crater_log_parse_debug(spec, &mask, &err) < 0) {
+        fprintf(stderr, "crater: %s\n", err.text);
+        return -1;
+    }
+    crater_log_set_debug(mask);
+    crater_log_set_level(LOG_DEBUG);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+
+    crater_log_set_handler(log_stderr, NULL);
+    if (i + 1 < argc && strcmp(argv[i], "--debug") == 0) {
+        if (set_debug(argv[i + 1]) < 0)
+            return CLI_EXIT_USAGE;
+        i += 2;
+    }
+    if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        usage(i >= argc ? stderr : stdout);
+        return i >= argc ? CLI_EXIT_USAGE : 0;
+    }
+    for (const struct cli_cmd *c = commands; c->name; c++)
+        if (strcmp(argv[i], c->name) == 0)
+            return c->fn(argc - i, argv + i);
+    fprintf(stderr, "crater: unknown command '%s'\n", argv[i]);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}

@@ -231,6 +231,7 @@ struct frame {
 };
 
 struct builder {
+    const char *buf; /* the input, for single-quoted scalars */
     crater_doc_t *doc;
     crater_error_t *err;
     struct docmap map;
@@ -399,24 +400,72 @@ static json_t *plain_scalar(const char *s, int *literal)
     return json_string(s);
 }
 
-static json_t *scalar_value(struct builder *b,
+/* Fold a single-quoted scalar's raw content (YAML 1.2 7.3.2): '' is a
+ * quote; whitespace around a line break is dropped; one break becomes a
+ * space, n > 1 breaks become n - 1 newlines. libfyaml 0.7.12 leaks its
+ * text buffer for such scalars once they hold several '' escapes (found
+ * by fuzzing), so Crater decodes them itself from the input. */
+static char *single_quoted(const char *raw, size_t n)
+{
+    char *out = malloc(n + 1);
+    size_t o = 0, breaks;
+
+    for (size_t i = 0; out && i < n;) {
+        if (raw[i] == '\'' && i + 1 < n && raw[i + 1] == '\'') {
+            out[o++] = '\'';
+            i += 2;
+        } else if (raw[i] == '\n' || raw[i] == '\r') {
+            while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == '\t'))
+                o--;
+            for (breaks = 0; i < n && strchr(" \t\r\n", raw[i]); i++)
+                breaks += raw[i] == '\n';
+            if (breaks <= 1)
+                out[o++] = ' ';
+            for (size_t k = 1; k < breaks; k++)
+                out[o++] = '\n';
+        } else {
+            out[o++] = raw[i++];
+        }
+    }
+    if (out)
+        out[o] = '\0';
+    return out;
+}
+
+/* The scalar's text as a malloc'd string (caller frees); NULL on ENOMEM. */
+static char *token_text(const struct builder *b, struct fy_token *tok)
+{
+    const struct fy_mark *s, *e;
+    const char *t;
+
+    if (!tok)
+        return strdup("");
+    if (fy_token_scalar_style(tok) == FYSS_SINGLE_QUOTED) {
+        s = fy_token_start_mark(tok);
+        e = fy_token_end_mark(tok);
+        if (s && e && e->input_pos >= s->input_pos)
+            return single_quoted(b->buf + s->input_pos,
+                                 e->input_pos - s->input_pos);
+    }
+    t = fy_token_get_text0(tok);
+    return t ? strdup(t) : NULL;
+}
+
+/* The value of a scalar event; *text receives its text (caller frees),
+ * *literal whether that text must be kept as the literal. */
+static json_t *scalar_value(const struct builder *b,
                             struct fy_event *fye,
-                            const char **literal)
+                            char **text,
+                            int *literal)
 {
     struct fy_token *tok = fy_event_get_token(fye);
-    const char *text = tok ? fy_token_get_text0(tok) : "";
-    int keep = 0;
-    json_t *v;
 
-    if (!text)
+    *literal = 0;
+    if (!(*text = token_text(b, tok)))
         return NULL;
     if (tok && fy_token_scalar_style(tok) != FYSS_PLAIN)
-        v = json_stringn(text, strlen(text));
-    else
-        v = plain_scalar(text, &keep);
-    *literal = keep ? text : NULL;
-    (void)b;
-    return v;
+        return json_string(*text);
+    return plain_scalar(*text, literal);
 }
 
 static int take_key(struct builder *b,
@@ -425,22 +474,20 @@ static int take_key(struct builder *b,
 {
     struct frame *f = &b->stack[b->depth - 1];
     struct fy_token *tok;
-    const char *text;
     char msg[200];
 
     if (fye->type != FYET_SCALAR)
         return bfail(b, m, CRATER_EPARSE, "mapping keys must be plain strings");
     tok = fy_event_get_token(fye);
-    text = tok ? fy_token_get_text0(tok) : "";
-    if (!text)
-        return bfail(b, m, CRATER_ENOMEM, "out of memory");
-    if (json_object_get(f->container, text)) {
-        snprintf(msg, sizeof(msg), "duplicate key '%.100s'", text);
-        return bfail(b, m, CRATER_EPARSE, msg);
-    }
-    if (!(f->key = strdup(text)))
+    if (!tok || !m) /* an implicit key, as in ": value" */
+        return bfail(b, m, CRATER_EPARSE, "empty mapping key");
+    if (!(f->key = token_text(b, tok)))
         return bfail(b, m, CRATER_ENOMEM, "out of memory");
     f->keymark = *m;
+    if (json_object_get(f->container, f->key)) {
+        snprintf(msg, sizeof(msg), "duplicate key '%.100s'", f->key);
+        return bfail(b, m, CRATER_EPARSE, msg);
+    }
     return 0;
 }
 
@@ -480,7 +527,8 @@ static int on_value(struct builder *b,
                     const struct fy_mark *vm)
 {
     const struct fy_mark *m = value_mark(b, vm);
-    const char *literal = NULL;
+    char *text = NULL;
+    int literal, rc;
     json_t *v;
 
     if (++b->nodes > CRATER_DOC_MAX_NODES)
@@ -488,9 +536,12 @@ static int on_value(struct builder *b,
     if (child_path(b) < 0)
         return bfail(b, m, CRATER_ELIMIT, "document nested too deeply");
     if (fye->type == FYET_SCALAR) {
-        if (!(v = scalar_value(b, fye, &literal)))
-            return bfail(b, m, CRATER_ENOMEM, "out of memory");
-        if (map_add(b, m, literal) < 0 || attach(b, v) < 0)
+        v = scalar_value(b, fye, &text, &literal);
+        rc = v ? map_add(b, m, literal ? text : NULL) : -1;
+        if (v && rc < 0)
+            json_decref(v);
+        free(text);
+        if (rc < 0 || attach(b, v) < 0)
             return bfail(b, m, CRATER_ENOMEM, "out of memory");
         return 0;
     }
@@ -668,7 +719,7 @@ static int parse_yaml(crater_doc_t *doc,
         .flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_JSON_NONE,
         .diag = quiet_diag(&cap),
     };
-    struct builder b = {.doc = doc, .err = err};
+    struct builder b = {.buf = buf, .doc = doc, .err = err};
     struct fy_parser *fyp = cfg.diag ? fy_parser_create(&cfg) : NULL;
     int rc;
 
@@ -682,6 +733,63 @@ static int parse_yaml(crater_doc_t *doc,
     fy_parser_destroy(fyp);
     fy_diag_unref(cfg.diag);
     return rc;
+}
+
+/* ---- input checks -------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid:
+ * overlong forms, surrogates and code points above U+10FFFF are invalid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    size_t len = p[0] < 0x80   ? 1
+                 : p[0] < 0xc2 ? 0
+                 : p[0] < 0xe0 ? 2
+                 : p[0] < 0xf0 ? 3
+                 : p[0] < 0xf5 ? 4
+                               : 0;
+
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f)
+        || (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+/* YAML and JSON are Unicode text: refuse invalid UTF-8 and control
+ * characters other than tab, CR and LF up front. Besides giving a clear
+ * message, this keeps such bytes away from libfyaml 0.7.12, which loops
+ * forever on invalid UTF-8 inside a directive line (found by fuzzing). */
+static int check_text(const char *buf,
+                      size_t len,
+                      const char *name,
+                      crater_error_t *err)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    int line = 1, col = 1;
+
+    for (size_t i = 0, n; i < len; i += n, col++) {
+        n = utf8_len(p + i, len - i);
+        if (n == 1 && p[i] < 0x20 && p[i] != '\t' && p[i] != '\n'
+            && p[i] != '\r')
+            n = 0;
+        if (n == 0)
+            return crater_errorf(err,
+                                 CRATER_EPARSE,
+                                 "%s:%d:%d: not UTF-8 text (byte 0x%02x)",
+                                 name,
+                                 line,
+                                 col,
+                                 p[i]);
+        if (p[i] == '\n') {
+            line++;
+            col = 0;
+        }
+    }
+    return 0;
 }
 
 /* ---- entry points ------------------------------------------------------- */
@@ -712,12 +820,8 @@ int crater_doc_parse(const char *buf,
                              name ? name : "<input>",
                              len,
                              CRATER_DOC_MAX_BYTES);
-    if (memchr(buf, '\0', len))
-        return crater_errorf(err,
-                             CRATER_EPARSE,
-                             "%s: input contains a NUL "
-                             "byte",
-                             name ? name : "<input>");
+    if (check_text(buf, len, name ? name : "<input>", err) < 0)
+        return -1;
     if (!(doc = doc_new(name)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     rc = looks_like_json(buf, len) ? parse_json(doc, buf, len, err)

@@ -96,11 +96,11 @@ static const char *dim_names[CRATER_DIM_MAX] = {
 };
 
 static const char *dim_hint[CRATER_DIM_MAX] = {
-    [CRATER_DIM_BYTES] = "Ki Mi Gi Ti, K M G T, KB MB GB TB or bytes",
-    [CRATER_DIM_CPU] = "cores like 8 or 0.5, or millicores like 500m",
-    [CRATER_DIM_DURATION] = "ns us ms s m h d, e.g. 30s or 1h30m",
-    [CRATER_DIM_BANDWIDTH] = "GB/s MB/s GiB/s Gbps Mbps ...",
-    [CRATER_DIM_IOPS] = "a count, optionally with k or M",
+    [CRATER_DIM_BYTES] = "e.g. 20Gi or 20GB",
+    [CRATER_DIM_CPU] = "e.g. 8, 0.5 or 500m",
+    [CRATER_DIM_DURATION] = "e.g. 30s, 10ms or 1h30m",
+    [CRATER_DIM_BANDWIDTH] = "e.g. 2039GB/s or 100Gbps",
+    [CRATER_DIM_IOPS] = "e.g. 780k",
 };
 
 const char *crater_dim_name(crater_dim_t dim)
@@ -224,7 +224,7 @@ static int unit_error(const char *s,
                              dim_hint[dim]);
     return crater_errorf(err,
                          CRATER_EUNIT,
-                         "'%s': unknown unit '%.*s' for a %s (use %s)",
+                         "'%s': unknown unit '%.*s' for a %s (%s)",
                          s,
                          (int)len,
                          suffix,

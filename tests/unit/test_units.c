@@ -105,8 +105,8 @@ START_TEST(bandwidth)
     ck_assert_uint_eq(ok("1GiB/s", CRATER_DIM_BANDWIDTH), 1ull << 30);
     ck_assert_uint_eq(ok("204.8GB/s", CRATER_DIM_BANDWIDTH), 204800000000ull);
     ck_assert_str_eq(bad("2039", CRATER_DIM_BANDWIDTH),
-                     "'2039': a bandwidth needs a unit (GB/s MB/s GiB/s "
-                     "Gbps Mbps ...)");
+                     "'2039': a bandwidth needs a unit (e.g. 2039GB/s or "
+                     "100Gbps)");
 }
 END_TEST
 
@@ -129,15 +129,14 @@ START_TEST(errors_name_the_problem)
                      "'inf' is not a finite number");
     ck_assert_str_eq(bad("Gi", CRATER_DIM_BYTES), "'Gi' is not a number");
     ck_assert_str_eq(bad("20GB/s", CRATER_DIM_BYTES),
-                     "'20GB/s': 'GB/s' is a bandwidth unit, expected a "
-                     "memory size (Ki Mi Gi Ti, K M G T, KB MB GB TB or "
-                     "bytes)");
+                     "'20GB/s': 'GB/s' is a bandwidth unit, expected a memory "
+                     "size (e.g. 20Gi or 20GB)");
     ck_assert_str_eq(bad("4Gi", CRATER_DIM_BANDWIDTH),
-                     "'4Gi': 'Gi' is a memory size unit, expected a "
-                     "bandwidth (GB/s MB/s GiB/s Gbps Mbps ...)");
+                     "'4Gi': 'Gi' is a memory size unit, expected a bandwidth "
+                     "(e.g. 2039GB/s or 100Gbps)");
     ck_assert_str_eq(bad("20gb", CRATER_DIM_BYTES),
-                     "'20gb': unknown unit 'gb' for a memory size (use Ki Mi "
-                     "Gi Ti, K M G T, KB MB GB TB or bytes)");
+                     "'20gb': unknown unit 'gb' for a memory size (e.g. 20Gi "
+                     "or 20GB)");
     ck_assert_str_eq(bad("1h30", CRATER_DIM_DURATION),
                      "'1h30': every part of a compound duration needs a unit "
                      "(e.g. 1h30m)");
@@ -148,8 +147,8 @@ START_TEST(errors_name_the_problem)
     ck_assert_str_eq(bad("1e400", CRATER_DIM_BYTES),
                      "'1e400': memory size is too large");
     ck_assert_str_eq(bad("1 Gi", CRATER_DIM_BYTES),
-                     "'1 Gi': unknown unit ' Gi' for a memory size (use Ki "
-                     "Mi Gi Ti, K M G T, KB MB GB TB or bytes)");
+                     "'1 Gi': unknown unit ' Gi' for a memory size (e.g. 20Gi "
+                     "or 20GB)");
 }
 END_TEST
 

@@ -1,0 +1,36 @@
+/* cli.h - subcommands of the crater command. Each takes (argc, argv) with
+ * argv[0] the subcommand name and returns the process exit code. */
+#ifndef CRATER_CLI_H
+#define CRATER_CLI_H
+
+#include <jansson.h>
+
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_REJECTED = 1,
+    CLI_EXIT_USAGE = 2
+};
+
+typedef enum cli_format {
+    CLI_FMT_TEXT,
+    CLI_FMT_JSON,
+    CLI_FMT_YAML
+} cli_format_t;
+
+struct cli_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+};
+
+int cli_validate(int argc, char **argv);
+int cli_config(int argc, char **argv);
+int cli_kb(int argc, char **argv);
+int cli_version(int argc, char **argv);
+
+/* "-o json|yaml|text" value to a format; -1 when unknown. */
+int cli_parse_format(const char *s);
+/* Print v (borrowed) to stdout in fmt (JSON pretty or YAML). 0 or -1. */
+int cli_print(const json_t *v, cli_format_t fmt);
+
+#endif /* CRATER_CLI_H */

@@ -1,0 +1,1052 @@
+/* config.c - craterd.yaml: one table drives defaults, parsing, range
+ * checks, the normalised encoding and doc/config.md.
+ *
+ * Why a table (as Redis does for redis.conf): the key a user writes, its
+ * type, where it lands in crater_config_t, its default, its range and its
+ * one-line description sit on one row, so the parser, the defaults and the
+ * documentation cannot drift apart. Defaults are written as text and go
+ * through exactly the parser user input goes through (crater_doc_parse()
+ * then the row's type decoder), so a default outside its own range is
+ * caught by the tests rather than shipped.
+ *
+ * Decoding walks the YAML mapping recursively, building the dotted key
+ * ("scheduler.scoreWeights.gpu"); a key that is neither a row nor a
+ * section is an error with file:line and the closest key in the table.
+ * The rules that involve two keys (heartbeatTimeout > heartbeatInterval,
+ * ...) run after the walk, on the final values, and name the key the user
+ * actually wrote.
+ *
+ * Workload: loaded once at start-up (and by `crater validate`); nothing
+ * here is performance sensitive, so lookups are linear scans of ~40 rows.
+ */
+#include "crater/config.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crater/doc.h"
+#include "crater/kb.h"
+#include "crater/units.h"
+
+typedef enum row_type {
+    T_FRACTION, /* double; 0.8 or "80%" */
+    T_DOUBLE,
+    T_UINT, /* uint32_t or uint64_t (by the member's size) */
+    T_BOOL,
+    T_DURATION, /* uint64_t milliseconds; "30s", "10m", bare = seconds */
+    T_BYTES,    /* uint64_t bytes; "300Mi", bare = bytes */
+    T_STRING,   /* char *, never empty */
+    T_ENUM,     /* an enum member, stored as int */
+    T_STRV,     /* char **, NULL-terminated */
+    T_KB,       /* json_t *, a hardware knowledge base override list */
+} row_type_t;
+
+enum {
+    MIN_EXCL = 1
+}; /* range is (min, max] rather than [min, max] */
+
+typedef int (*check_f)(crater_dec_t *d, const void *field);
+
+typedef struct row {
+    const char *key;
+    row_type_t type;
+    size_t off, size;
+    const char *def; /* YAML text, parsed like user input */
+    double min, max; /* numbers; ms for durations; bytes for sizes */
+    unsigned flags;
+    const char *const *names; /* T_ENUM, NULL-terminated */
+    check_f check;            /* optional extra validation */
+    const char *doc;
+} row_t;
+
+#define F(m) offsetof(crater_config_t, m), sizeof(((crater_config_t *)0)->m)
+#define DAY_MS (86400.0 * 1000)
+
+static const char *const migration_names[] = {"conservative",
+                                              "immediate",
+                                              "never",
+                                              NULL};
+static const char *const backend_names[] = {"sqlite", "etcd", NULL};
+
+static int check_listen(crater_dec_t *d, const void *field);
+static int check_urls(crater_dec_t *d, const void *field);
+
+/* Section names: mappings that group rows. */
+static const char *const sections[] = {"scheduler",
+                                       "scheduler.scoreWeights",
+                                       "agent",
+                                       "monitoring",
+                                       "inference",
+                                       "server",
+                                       "store",
+                                       "hardware_knowledge_base",
+                                       NULL};
+
+/* clang-format off */
+static const row_t rows[] = {
+{"scheduler.scoreWeights.gpu", T_FRACTION, F(scheduler.score_weights.gpu),
+ "0.25", 0, 1, 0, NULL, NULL,
+ "Weight of free GPU capacity in the joint node score "
+ "sum(w * (1 - utilisation))."},
+{"scheduler.scoreWeights.cpu", T_FRACTION, F(scheduler.score_weights.cpu),
+ "0.25", 0, 1, 0, NULL, NULL,
+ "Weight of free CPU in the joint node score."},
+{"scheduler.scoreWeights.memory", T_FRACTION,
+ F(scheduler.score_weights.memory), "0.25", 0, 1, 0, NULL, NULL,
+ "Weight of free memory in the joint node score."},
+{"scheduler.scoreWeights.disk", T_FRACTION, F(scheduler.score_weights.disk),
+ "0.25", 0, 1, 0, NULL, NULL,
+ "Weight of free disk bandwidth and IOPS in the joint node score."},
+{"scheduler.cpuThreshold", T_FRACTION, F(scheduler.cpu_threshold), "0.8",
+ 0, 1, MIN_EXCL, NULL, NULL,
+ "Measured CPU utilisation above which a node takes no new tasks (0.7 "
+ "suits training whose data loading slows before the CPUs saturate)."},
+{"scheduler.memoryThreshold", T_FRACTION, F(scheduler.memory_threshold),
+ "0.8", 0, 1, MIN_EXCL, NULL, NULL,
+ "Measured memory utilisation above which a node takes no new tasks."},
+{"scheduler.maxTasksPerGPU", T_UINT, F(scheduler.max_tasks_per_gpu), "8",
+ 1, 64, 0, NULL, NULL,
+ "Most tasks sharing one GPU; each one costs a CUDA context "
+ "(gpuContextOverhead)."},
+{"scheduler.overcommitRatio", T_DOUBLE, F(scheduler.overcommit_ratio),
+ "1.0", 1, 4, 0, NULL, NULL,
+ "GPU memory slices on a GPU may add up to this multiple of its memory "
+ "(1.0: no overcommit)."},
+{"scheduler.safetyWatermark", T_FRACTION, F(scheduler.safety_watermark),
+ "0.9", 0, 1, MIN_EXCL, NULL, NULL,
+ "Fraction of a GPU's memory that may actually be in use on an "
+ "overcommitted GPU."},
+{"scheduler.gpuContextOverhead", T_BYTES, F(scheduler.gpu_context_overhead),
+ "300Mi", 0, 16.0 * 1024 * 1024 * 1024, 0, NULL, NULL,
+ "GPU memory charged per task for its CUDA context (about 300 MB is "
+ "typical; a PyTorch context measured 520 MiB on an H200)."},
+{"scheduler.preferLowUtilization", T_BOOL, F(scheduler.prefer_low_utilization),
+ "false", 0, 0, 0, NULL, NULL,
+ "Prefer the least utilised nodes instead of packing (spreads warm "
+ "inference replicas)."},
+{"scheduler.policy", T_STRING, F(scheduler.policy), "crater", 0, 0, 0, NULL,
+ NULL, "Name of the scheduling policy to run."},
+{"scheduler.backfill", T_BOOL, F(scheduler.backfill), "true", 0, 0, 0, NULL,
+ NULL, "Let small jobs start ahead of the queue head when they do not "
+ "delay it."},
+{"scheduler.resourceGracePeriod", T_DURATION,
+ F(scheduler.resource_grace_period_ms), "30s", 0, 3600e3, 0, NULL, NULL,
+ "How long a finished task's resources stay reserved so that a quick "
+ "restart gets them back."},
+
+{"agent.heartbeatInterval", T_DURATION, F(agent.heartbeat_interval_ms), "5s",
+ 100, 600e3, 0, NULL, NULL, "Time between two heartbeats of an agent."},
+{"agent.heartbeatTimeout", T_DURATION, F(agent.heartbeat_timeout_ms), "30s",
+ 1e3, 3600e3, 0, NULL, NULL,
+ "A node that has not heartbeated for this long is NotReady (raise it, "
+ "e.g. to 90s, on networks with blips)."},
+{"agent.migrationPolicy", T_ENUM, F(agent.migration_policy), "conservative",
+ 0, 0, 0, migration_names, NULL,
+ "What happens to the tasks of a NotReady node: conservative (tasks "
+ "running longer than migrationMinRuntime wait for a reconnect), "
+ "immediate (requeue), never (mark failed)."},
+{"agent.migrationMinRuntime", T_DURATION, F(agent.migration_min_runtime_ms),
+ "10m", 0, 7 * DAY_MS, 0, NULL, NULL,
+ "Under the conservative policy, tasks that ran longer than this are not "
+ "requeued on a heartbeat timeout."},
+{"agent.gracePeriod", T_DURATION, F(agent.grace_period_ms), "30s", 0,
+ DAY_MS, 0, NULL, NULL,
+ "Default time between SIGTERM and SIGKILL when a task is stopped (a "
+ "job's gracePeriod overrides it)."},
+{"agent.cpuLimitMultiplier", T_DOUBLE, F(agent.cpu_limit_multiplier), "1.0",
+ 1, 16, 0, NULL, NULL,
+ "Default CPU quota as a multiple of the CPU request."},
+{"agent.taskUser", T_STRING, F(agent.task_user), "nobody", 0, 0, 0, NULL,
+ NULL, "Unprivileged user that tasks run as."},
+{"agent.allowRootTasks", T_BOOL, F(agent.allow_root_tasks), "false", 0, 0,
+ 0, NULL, NULL, "Allow taskUser to be root."},
+
+{"monitoring.sampling_interval_ms", T_UINT, F(monitoring.sampling_interval_ms),
+ "5000", 100, 3600e3, 0, NULL, NULL,
+ "Milliseconds between two usage samples on an agent (a number, not a "
+ "duration string)."},
+{"monitoring.smoothing_window", T_UINT, F(monitoring.smoothing_window), "10",
+ 1, 1000, 0, NULL, NULL,
+ "Number of recent samples averaged into the utilisation the scheduler "
+ "sees."},
+
+{"inference.warmPoolSize", T_UINT, F(inference.warm_pool_size), "0", 0, 1024,
+ 0, NULL, NULL,
+ "Default number of warm (loaded, idle) replicas per inference service."},
+{"inference.maxBatchSize", T_UINT, F(inference.max_batch_size), "32", 1,
+ 65536, 0, NULL, NULL, "Default largest request batch of an inference "
+ "service."},
+{"inference.batchTimeout", T_DURATION, F(inference.batch_timeout_ms), "10ms",
+ 0, 60e3, 0, NULL, NULL,
+ "Default longest wait for a batch to fill before it is run."},
+
+{"server.listen", T_STRING, F(server.listen), "127.0.0.1:7480", 0, 0, 0,
+ NULL, check_listen, "Address and port (HOST:PORT) of the REST API and "
+ "dashboard."},
+{"server.dataDir", T_STRING, F(server.data_dir), "./var", 0, 0, 0, NULL,
+ NULL, "Directory for the SQLite store and the decision log."},
+{"server.maxBodySize", T_BYTES, F(server.max_body_bytes), "1Mi", 1024,
+ 1024.0 * 1024 * 1024, 0, NULL, NULL,
+ "Largest request body the API accepts."},
+{"server.decisionLogRetention", T_DURATION,
+ F(server.decision_log_retention_ms), "30d", 3600e3, 3650 * DAY_MS, 0, NULL,
+ NULL, "How long scheduling decisions are kept (30 days leaves time to "
+ "investigate intermittent failures)."},
+
+{"store.backend", T_ENUM, F(store.backend), "sqlite", 0, 0, 0, backend_names,
+ NULL, "Where the control plane keeps its state: sqlite (embedded, under "
+ "dataDir) or etcd (replicated)."},
+{"store.etcdEndpoints", T_STRV, F(store.etcd_endpoints), "[]", 0, 0, 0, NULL,
+ check_urls, "etcd client URLs (http:// or https://); required when "
+ "backend is etcd."},
+
+{"hardware_knowledge_base.override", T_KB, F(kb_override), "[]", 0, 0, 0,
+ NULL, NULL, "Knowledge base entries to replace or add; each names its "
+ "type (gpu or cpu), its model and the values to set."},
+};
+/* clang-format on */
+
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+_Static_assert(sizeof(crater_migration_policy_t) == sizeof(int)
+                   && sizeof(crater_store_backend_t) == sizeof(int),
+               "T_ENUM rows store an int");
+#define MAX_STRING 1024
+#define MAX_ENDPOINTS 32
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void *field_at(crater_config_t *c, const row_t *r)
+{
+    return (char *)c + r->off;
+}
+
+static const void *cfield_at(const crater_config_t *c, const row_t *r)
+{
+    return (const char *)c + r->off;
+}
+
+static const row_t *find_row(const char *key)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (strcmp(rows[i].key, key) == 0)
+            return &rows[i];
+    return NULL;
+}
+
+static int is_section(const char *key)
+{
+    for (size_t i = 0; sections[i]; i++)
+        if (strcmp(sections[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+static size_t enum_count(const row_t *r)
+{
+    size_t n = 0;
+
+    while (r->names[n])
+        n++;
+    return n;
+}
+
+/* "[0, 1]", "(0, 1]", "[100ms, 10m]", "[1Ki, 1Gi]"; "" when the row has
+ * no numeric range. */
+static char *format_range(const row_t *r, char *buf, size_t size)
+{
+    char lo[40], hi[40];
+    const char *open = r->flags & MIN_EXCL ? "(" : "[";
+
+    switch (r->type) {
+    case T_FRACTION:
+    case T_DOUBLE:
+        snprintf(buf, size, "%s%g, %g]", open, r->min, r->max);
+        break;
+    case T_UINT:
+        snprintf(buf, size, "%s%.0f, %.0f]", open, r->min, r->max);
+        break;
+    case T_DURATION:
+        crater_format_quantity((uint64_t)r->min * 1000000,
+                               CRATER_DIM_DURATION,
+                               lo,
+                               sizeof(lo));
+        crater_format_quantity((uint64_t)r->max * 1000000,
+                               CRATER_DIM_DURATION,
+                               hi,
+                               sizeof(hi));
+        snprintf(buf, size, "%s%s, %s]", open, lo, hi);
+        break;
+    case T_BYTES:
+        crater_format_quantity((uint64_t)r->min,
+                               CRATER_DIM_BYTES,
+                               lo,
+                               sizeof(lo));
+        crater_format_quantity((uint64_t)r->max,
+                               CRATER_DIM_BYTES,
+                               hi,
+                               sizeof(hi));
+        snprintf(buf, size, "%s%s, %s]", open, lo, hi);
+        break;
+    default:
+        buf[0] = '\0';
+    }
+    return buf;
+}
+
+static int in_range(const row_t *r, double x)
+{
+    if (r->flags & MIN_EXCL)
+        return x > r->min && x <= r->max;
+    return x >= r->min && x <= r->max;
+}
+
+static int range_fail(crater_dec_t *d, const row_t *r, const char *shown)
+{
+    char range[96];
+
+    return crater_dec_fail(d,
+                           CRATER_ERANGE,
+                           "%s is out of range %s",
+                           shown,
+                           format_range(r, range, sizeof(range)));
+}
+
+/* ---- one value per type ------------------------------------------------- */
+
+/* "80%", "12.5%": digits with at most one '.', then '%'. The decimal
+ * point is moved by handing "80e-2" to strtod, so "80%" is exactly the
+ * double nearest to 0.8, the same value as writing 0.8. */
+static int parse_percent(const char *s, double *out)
+{
+    size_t n = strlen(s), digits = 0, dots = 0;
+    char buf[48], *end;
+
+    if (n < 2 || n > 32 || s[n - 1] != '%')
+        return -1;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (isdigit((unsigned char)s[i]))
+            digits++;
+        else if (s[i] != '.' || dots++)
+            return -1;
+    }
+    if (!digits)
+        return -1;
+    snprintf(buf, sizeof(buf), "%.*se-2", (int)(n - 1), s);
+    *out = strtod(buf, &end);
+    return *end ? -1 : 0;
+}
+
+static int dec_fraction(crater_dec_t *d, const row_t *r, json_t *v, double *x)
+{
+    char shown[48];
+
+    if (json_is_number(v)) {
+        *x = json_number_value(v);
+        snprintf(shown, sizeof(shown), "%g", *x);
+    } else if (json_is_string(v)
+               && parse_percent(json_string_value(v), x) == 0) {
+        snprintf(shown, sizeof(shown), "'%s'", json_string_value(v));
+    } else {
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a fraction such as 0.8 or 80%%, "
+                               "got %s",
+                               crater_dec_typename(v));
+    }
+    if (!isfinite(*x) || !in_range(r, *x))
+        return range_fail(d, r, shown);
+    return 0;
+}
+
+static int dec_double(crater_dec_t *d, const row_t *r, json_t *v, double *x)
+{
+    char shown[48];
+
+    if (crater_dec_double(d, v, -HUGE_VAL, HUGE_VAL, x) < 0)
+        return -1;
+    snprintf(shown, sizeof(shown), "%g", *x);
+    return in_range(r, *x) ? 0 : range_fail(d, r, shown);
+}
+
+static int dec_duration(crater_dec_t *d,
+                        const row_t *r,
+                        json_t *v,
+                        uint64_t *ms)
+{
+    char shown[48];
+    uint64_t ns;
+
+    if (crater_dec_quantity(d, v, CRATER_DIM_DURATION, &ns) < 0)
+        return -1;
+    crater_format_quantity(ns, CRATER_DIM_DURATION, shown, sizeof(shown));
+    if (ns % 1000000)
+        return crater_dec_fail(d,
+                               CRATER_EUNIT,
+                               "%s is not a whole number of milliseconds",
+                               shown);
+    *ms = ns / 1000000;
+    return in_range(r, (double)*ms) ? 0 : range_fail(d, r, shown);
+}
+
+static int dec_bytes(crater_dec_t *d, const row_t *r, json_t *v, uint64_t *b)
+{
+    char shown[48];
+
+    if (crater_dec_quantity(d, v, CRATER_DIM_BYTES, b) < 0)
+        return -1;
+    crater_format_quantity(*b, CRATER_DIM_BYTES, shown, sizeof(shown));
+    return in_range(r, (double)*b) ? 0 : range_fail(d, r, shown);
+}
+
+static void store_uint(void *field, size_t size, uint64_t u)
+{
+    if (size == sizeof(uint32_t))
+        *(uint32_t *)field = (uint32_t)u;
+    else
+        *(uint64_t *)field = u;
+}
+
+static int dec_string(crater_dec_t *d, json_t *v, char **out)
+{
+    if (crater_dec_str(d, v, MAX_STRING, out) < 0)
+        return -1;
+    if (!**out)
+        return crater_dec_fail(d, CRATER_EINVAL, "must not be empty");
+    return 0;
+}
+
+/* The list is validated against a scratch copy of the built-in knowledge
+ * base, so that a bad entry is reported here, with its path and line,
+ * rather than when the daemon applies it. */
+static int dec_kb(crater_dec_t *d, json_t *v, json_t **out)
+{
+    crater_kb_t *kb;
+    int rc;
+
+    if (!json_is_array(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a list, got %s",
+                               crater_dec_typename(v));
+    if (json_array_size(v) > 0) {
+        if (!(kb = crater_kb_create()))
+            return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+        rc = crater_kb_override(kb, d, v);
+        crater_kb_destroy(kb);
+        if (rc < 0)
+            return -1;
+    }
+    json_decref(*out);
+    *out = json_incref(v);
+    return 0;
+}
+
+static int dec_value(crater_dec_t *d, const row_t *r, json_t *v, void *field)
+{
+    uint64_t u;
+    int e;
+
+    switch (r->type) {
+    case T_FRACTION:
+        return dec_fraction(d, r, v, field);
+    case T_DOUBLE:
+        return dec_double(d, r, v, field);
+    case T_UINT:
+        if (crater_dec_uint(d, v, (uint64_t)r->min, (uint64_t)r->max, &u) < 0)
+            return -1;
+        store_uint(field, r->size, u);
+        return 0;
+    case T_BOOL:
+        return crater_dec_bool(d, v, field);
+    case T_DURATION:
+        return dec_duration(d, r, v, field);
+    case T_BYTES:
+        return dec_bytes(d, r, v, field);
+    case T_STRING:
+        return dec_string(d, v, field);
+    case T_ENUM:
+        if (crater_dec_enum(d, v, r->names, enum_count(r), &e) < 0)
+            return -1;
+        *(int *)field = e;
+        return 0;
+    case T_STRV:
+        return crater_dec_strv(d, v, MAX_ENDPOINTS, MAX_STRING, field, NULL);
+    case T_KB:
+        return dec_kb(d, v, field);
+    }
+    return crater_dec_fail(d, CRATER_EINTERNAL, "bad row type");
+}
+
+static int dec_row(crater_dec_t *d,
+                   const row_t *r,
+                   json_t *v,
+                   crater_config_t *c)
+{
+    void *field = field_at(c, r);
+
+    if (dec_value(d, r, v, field) < 0)
+        return -1;
+    return r->check ? r->check(d, field) : 0;
+}
+
+/* ---- per-key checks ----------------------------------------------------- */
+
+/* HOST:PORT with a port in 1..65535 ("127.0.0.1:7480", "[::1]:7480",
+ * ":7480" for every address). */
+static int check_listen(crater_dec_t *d, const void *field)
+{
+    const char *s = *(char *const *)field, *colon = strrchr(s, ':');
+    char *end;
+    long port;
+
+    if (!colon || !colon[1] || !isdigit((unsigned char)colon[1]))
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%s' is not HOST:PORT (e.g. 127.0.0.1:7480)",
+                               s);
+    port = strtol(colon + 1, &end, 10);
+    if (*end || port < 1 || port > 65535)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%s': port must be 1 to 65535",
+                               s);
+    return 0;
+}
+
+static int check_urls(crater_dec_t *d, const void *field)
+{
+    char *const *v = *(char **const *)field;
+
+    for (size_t i = 0; v && v[i]; i++) {
+        const char *s = v[i];
+        size_t skip = strncmp(s, "http://", 7) == 0    ? 7
+                      : strncmp(s, "https://", 8) == 0 ? 8
+                                                       : 0;
+        if (!skip || !s[skip]) {
+            size_t mark = crater_dec_push_index(d, i);
+            int rc = crater_dec_fail(d,
+                                     CRATER_EINVAL,
+                                     "'%s' is not an http:// or https:// URL",
+                                     s);
+            crater_dec_pop(d, mark);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- defaults and clear ------------------------------------------------- */
+
+static int default_row(const row_t *r, crater_config_t *c)
+{
+    crater_doc_t *doc;
+    crater_error_t err;
+    crater_dec_t d;
+    int rc;
+
+    if (crater_doc_parse(r->def, strlen(r->def), "<default>", &doc, &err) < 0)
+        return -1;
+    crater_dec_init(&d, doc, 0, &err);
+    crater_dec_push_key(&d, r->key);
+    rc = dec_row(&d, r, crater_doc_root(doc, 0), c);
+    crater_doc_destroy(doc);
+    return rc;
+}
+
+int crater_config_defaults(crater_config_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < NROWS; i++) {
+        if (default_row(&rows[i], c) < 0) {
+            crater_config_clear(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void crater_config_clear(crater_config_t *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < NROWS; i++) {
+        void *field = field_at(c, &rows[i]);
+        if (rows[i].type == T_STRING)
+            free(*(char **)field);
+        else if (rows[i].type == T_STRV)
+            crater_strv_free(*(char ***)field);
+        else if (rows[i].type == T_KB)
+            json_decref(*(json_t **)field);
+    }
+    memset(c, 0, sizeof(*c));
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+/* Leaf name of a dotted key. */
+static const char *leaf(const char *key)
+{
+    const char *dot = strrchr(key, '.');
+
+    return dot ? dot + 1 : key;
+}
+
+static size_t parent_len(const char *key)
+{
+    const char *dot = strrchr(key, '.');
+
+    return dot ? (size_t)(dot - key) : 0;
+}
+
+/* The closest known key: a near miss of the whole dotted key, else the
+ * same leaf name in another section ("scheduler.gracePeriod" ->
+ * "agent.gracePeriod"). */
+static const char *suggest(const char *key)
+{
+    const char *best = NULL;
+    unsigned bestd = 4, dist;
+
+    for (size_t i = 0; i < NROWS; i++) {
+        if ((dist = crater_edit_distance(key, rows[i].key)) < bestd) {
+            bestd = dist;
+            best = rows[i].key;
+        }
+    }
+    for (size_t i = 0; sections[i]; i++) {
+        if ((dist = crater_edit_distance(key, sections[i])) < bestd) {
+            bestd = dist;
+            best = sections[i];
+        }
+    }
+    for (size_t i = 0; !best && i < NROWS; i++)
+        if (crater_edit_distance(leaf(key), leaf(rows[i].key)) <= 1)
+            best = rows[i].key;
+    return best;
+}
+
+/* The suggestion is shown relative to the section when it stays in the
+ * same one ("cpuThreshold"), as a whole key otherwise. */
+static int unknown_key(crater_dec_t *d, const char *key, const char *name)
+{
+    const char *best = suggest(key);
+    size_t plen = parent_len(key);
+
+    if (!best)
+        return crater_dec_fail(d, CRATER_EFIELD, "unknown key '%s'", name);
+    if (plen && parent_len(best) == plen && strncmp(best, key, plen) == 0)
+        best = leaf(best);
+    return crater_dec_fail(d,
+                           CRATER_EFIELD,
+                           "unknown key '%s' (did you mean '%s'?)",
+                           name,
+                           best);
+}
+
+/* The optional document header shared with the other kinds of file
+ * (`kind: Config`, `apiVersion: crater/v1`); it is not stored. */
+static int dec_header(crater_dec_t *d, const char *key, json_t *v)
+{
+    static const char *const kinds[] = {"Config"};
+    static const char *const versions[] = {"crater/v1"};
+    int i;
+
+    return crater_dec_enum(d, v, *key == 'k' ? kinds : versions, 1, &i);
+}
+
+static int walk(crater_dec_t *d, size_t base, json_t *obj, crater_config_t *c);
+
+static int dec_key(crater_dec_t *d,
+                   size_t base,
+                   const char *name,
+                   json_t *v,
+                   crater_config_t *c)
+{
+    const char *key = d->path + base + (base ? 1 : 0);
+    const row_t *r;
+
+    if (strchr(name, '.'))
+        return crater_dec_fail(d,
+                               CRATER_EFIELD,
+                               "unknown key '%s' (write nested mappings, "
+                               "not dotted keys)",
+                               name);
+    if ((r = find_row(key)))
+        return dec_row(d, r, v, c);
+    if (strcmp(key, "kind") == 0 || strcmp(key, "apiVersion") == 0)
+        return dec_header(d, key, v);
+    if (!is_section(key))
+        return unknown_key(d, key, name);
+    if (json_is_null(v)) /* a section whose keys are all commented out */
+        return 0;
+    return walk(d, base, v, c);
+}
+
+static int walk(crater_dec_t *d, size_t base, json_t *obj, crater_config_t *c)
+{
+    const char *name;
+    json_t *v;
+
+    if (!json_is_object(obj))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a mapping, got %s",
+                               crater_dec_typename(obj));
+    json_object_foreach(obj, name, v)
+    {
+        size_t mark = crater_dec_push_key(d, name);
+        if (dec_key(d, base, name, v, c) < 0)
+            return -1;
+        crater_dec_pop(d, mark);
+    }
+    return 0;
+}
+
+/* ---- rules between keys ------------------------------------------------- */
+
+/* Whether the document sets the dotted key. */
+static int doc_sets(json_t *root, const char *key)
+{
+    char part[64];
+
+    while (json_is_object(root) && *key) {
+        size_t n = strcspn(key, ".");
+        if (n >= sizeof(part))
+            return 0;
+        memcpy(part, key, n);
+        part[n] = '\0';
+        root = json_object_get(root, part);
+        key += n + (key[n] == '.');
+    }
+    return root && !*key;
+}
+
+/* Fail at key a, or at b when only b appears in the document, so that the
+ * line number points at what the user wrote. */
+static int rule_fail(crater_dec_t *d,
+                     size_t base,
+                     json_t *root,
+                     const char *a,
+                     const char *b,
+                     const char *fmt,
+                     ...) __attribute__((format(printf, 6, 7)));
+
+static int rule_fail(crater_dec_t *d,
+                     size_t base,
+                     json_t *root,
+                     const char *a,
+                     const char *b,
+                     const char *fmt,
+                     ...)
+{
+    const char *key = !doc_sets(root, a) && b && doc_sets(root, b) ? b : a;
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    crater_dec_pop(d, base);
+    crater_dec_push_key(d, key);
+    return crater_dec_fail(d, CRATER_ECONFLICT, "%s", msg);
+}
+
+static char *ms_text(uint64_t ms, char *buf, size_t size)
+{
+    return crater_format_quantity(ms * 1000000, CRATER_DIM_DURATION, buf, size);
+}
+
+static int check_rules(crater_dec_t *d,
+                       size_t base,
+                       json_t *root,
+                       const crater_config_t *c)
+{
+    const double *w = &c->scheduler.score_weights.gpu;
+    char t[32], i[32];
+
+    if (w[0] + w[1] + w[2] + w[3] <= 0)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "scheduler.scoreWeights",
+                         NULL,
+                         "the weights add up to 0; at least one must be "
+                         "positive");
+    if (c->agent.heartbeat_timeout_ms <= c->agent.heartbeat_interval_ms)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "agent.heartbeatTimeout",
+                         "agent.heartbeatInterval",
+                         "heartbeatTimeout (%s) must be longer than "
+                         "heartbeatInterval (%s)",
+                         ms_text(c->agent.heartbeat_timeout_ms, t, sizeof(t)),
+                         ms_text(c->agent.heartbeat_interval_ms, i, sizeof(i)));
+    if (c->store.backend == CRATER_STORE_ETCD
+        && crater_strv_len(c->store.etcd_endpoints) == 0)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "store.etcdEndpoints",
+                         "store.backend",
+                         "backend etcd needs at least one endpoint");
+    if (strcmp(c->agent.task_user, "root") == 0 && !c->agent.allow_root_tasks)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "agent.taskUser",
+                         NULL,
+                         "tasks run as root only with allowRootTasks: true");
+    return 0;
+}
+
+int crater_config_decode(crater_dec_t *d, json_t *root, crater_config_t *c)
+{
+    size_t base = d->len;
+
+    if (json_is_null(root)) /* an empty file: every default */
+        return check_rules(d, base, root, c);
+    if (walk(d, base, root, c) < 0)
+        return -1;
+    return check_rules(d, base, root, c);
+}
+
+int crater_config_load(const char *path,
+                       crater_config_t *c,
+                       crater_error_t *err)
+{
+    crater_doc_t *doc = NULL;
+    crater_dec_t d;
+    int rc = -1;
+
+    if (crater_config_defaults(c) < 0)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    if (crater_doc_load(path, &doc, err) < 0)
+        goto out;
+    if (crater_doc_count(doc) != 1) {
+        crater_errorf(err,
+                      CRATER_EINVAL,
+                      "%s: a config file holds one document, not %zu",
+                      crater_doc_name(doc),
+                      crater_doc_count(doc));
+        goto out;
+    }
+    crater_dec_init(&d, doc, 0, err);
+    rc = crater_config_decode(&d, crater_doc_root(doc, 0), c);
+out:
+    crater_doc_destroy(doc);
+    if (rc < 0)
+        crater_config_clear(c);
+    return rc;
+}
+
+/* ---- encoding ----------------------------------------------------------- */
+
+static json_t *enc_strv(char *const *v)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && v && v[i]; i++) {
+        if (json_array_append_new(a, json_string(v[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static uint64_t load_uint(const void *field, size_t size)
+{
+    if (size == sizeof(uint32_t))
+        return *(const uint32_t *)field;
+    return *(const uint64_t *)field;
+}
+
+static json_t *enc_value(const row_t *r, const void *field)
+{
+    char buf[32];
+
+    switch (r->type) {
+    case T_FRACTION:
+    case T_DOUBLE:
+        return json_real(*(const double *)field);
+    case T_UINT:
+        return json_integer((json_int_t)load_uint(field, r->size));
+    case T_BOOL:
+        return json_boolean(*(const bool *)field);
+    case T_DURATION: /* a bare number would mean seconds */
+        snprintf(buf, sizeof(buf), "%" PRIu64 "ms", *(const uint64_t *)field);
+        return json_string(buf);
+    case T_BYTES:
+        return json_integer((json_int_t)load_uint(field, r->size));
+    case T_STRING:
+        return json_string(*(char *const *)field ? *(char *const *)field : "");
+    case T_ENUM:
+        return json_string(r->names[*(const int *)field]);
+    case T_STRV:
+        return enc_strv(*(char **const *)field);
+    case T_KB:
+        return *(json_t *const *)field ? json_incref(*(json_t *const *)field)
+                                       : json_array();
+    }
+    return NULL;
+}
+
+/* Set root[a][b]...[leaf] = v (stolen), creating the sections. */
+static int set_path(json_t *root, const char *key, json_t *v)
+{
+    char part[64];
+
+    for (const char *dot; v && (dot = strchr(key, '.')); key = dot + 1) {
+        size_t n = (size_t)(dot - key);
+        json_t *sub;
+        assert(n < sizeof(part));
+        memcpy(part, key, n);
+        part[n] = '\0';
+        if (!(sub = json_object_get(root, part))) {
+            if (json_object_set_new(root, part, sub = json_object()) < 0)
+                break;
+        }
+        root = sub;
+    }
+    if (!v || !root) {
+        json_decref(v);
+        return -1;
+    }
+    return json_object_set_new(root, key, v);
+}
+
+json_t *crater_config_encode(const crater_config_t *c)
+{
+    json_t *root = json_object();
+
+    for (size_t i = 0; root && i < NROWS; i++) {
+        if (set_path(root,
+                     rows[i].key,
+                     enc_value(&rows[i], cfield_at(c, &rows[i])))
+            < 0) {
+            json_decref(root);
+            return NULL;
+        }
+    }
+    return root;
+}
+
+/* ---- documentation ------------------------------------------------------ */
+
+static const char *type_name(row_type_t t)
+{
+    static const char *const names[] = {[T_FRACTION] = "fraction",
+                                        [T_DOUBLE] = "number",
+                                        [T_UINT] = "integer",
+                                        [T_BOOL] = "boolean",
+                                        [T_DURATION] = "duration",
+                                        [T_BYTES] = "size",
+                                        [T_STRING] = "string",
+                                        [T_ENUM] = "enum",
+                                        [T_STRV] = "string list",
+                                        [T_KB] = "list"};
+
+    return names[t];
+}
+
+static const char intro[] =
+    "# Configuration reference\n"
+    "\n"
+    "<!-- Generated from the table in src/core/config.c by "
+    "crater_config_markdown();\n"
+    "     do not edit by hand (tests/unit/test_config.c checks it). -->\n"
+    "\n"
+    "`craterd --config craterd.yaml` reads one YAML (or JSON) document. "
+    "Every key\n"
+    "is optional and has the default listed below. Keys are grouped in "
+    "sections and\n"
+    "written as nested mappings (`scheduler:` then `cpuThreshold: 0.7` "
+    "indented\n"
+    "under it). A key that is not in this table is an error that names the "
+    "file,\n"
+    "the line and the closest known key. The document may start with\n"
+    "`apiVersion: crater/v1` and `kind: Config`. `examples/craterd.yaml` is "
+    "a\n"
+    "commented example.\n"
+    "\n"
+    "Values:\n"
+    "\n"
+    "- *fraction*: `0.8` or `80%` (the same value).\n"
+    "- *duration*: `500ms`, `30s`, `10m`, `2h`, `30d` or compound `1h30m`; a "
+    "bare\n"
+    "  number means seconds. Kept in whole milliseconds.\n"
+    "- *size*: `300Mi`, `1Gi` (binary) or `300M`, `1G`, `20000MB` "
+    "(decimal); a\n"
+    "  bare number means bytes.\n"
+    "- *range*: `[a, b]` includes both ends, `(a, b]` excludes `a`.\n"
+    "\n"
+    "Rules that involve several keys:\n"
+    "\n"
+    "- `agent.heartbeatTimeout` must be longer than "
+    "`agent.heartbeatInterval`.\n"
+    "- The four `scheduler.scoreWeights` must not all be 0.\n"
+    "- `store.backend: etcd` needs at least one `store.etcdEndpoints` "
+    "entry.\n"
+    "- `agent.taskUser: root` needs `agent.allowRootTasks: true`.\n"
+    "- Each `hardware_knowledge_base.override` entry is checked against the "
+    "built-in\n"
+    "  knowledge base when the file is loaded.\n";
+
+static void md_row(FILE *fp, const row_t *r)
+{
+    char range[96];
+
+    if (r->type == T_ENUM) {
+        range[0] = '\0';
+        for (size_t i = 0; r->names[i]; i++)
+            snprintf(range + strlen(range),
+                     sizeof(range) - strlen(range),
+                     "%s`%s`",
+                     i ? ", " : "",
+                     r->names[i]);
+    } else {
+        format_range(r, range, sizeof(range));
+    }
+    fprintf(fp,
+            "| `%s` | %s | `%s` | %s | %s |\n",
+            r->key,
+            type_name(r->type),
+            r->def,
+            range,
+            r->doc);
+}
+
+char *crater_config_markdown(void)
+{
+    char *buf = NULL;
+    size_t len = 0, seclen = 0;
+    FILE *fp = open_memstream(&buf, &len);
+
+    if (!fp)
+        return NULL;
+    fputs(intro, fp);
+    for (size_t i = 0; i < NROWS; i++) {
+        const char *key = rows[i].key;
+        size_t n = strcspn(key, ".");
+        if (i == 0 || n != seclen || strncmp(key, rows[i - 1].key, n) != 0) {
+            fprintf(fp, "\n## %.*s\n\n", (int)n, key);
+            fputs("| key | type | default | range | description |\n"
+                  "|---|---|---|---|---|\n",
+                  fp);
+            seclen = n;
+        }
+        md_row(fp, &rows[i]);
+    }
+    if (ferror(fp) | fclose(fp)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

@@ -1,0 +1,681 @@
+/* jobspec.c - the job spec model: defaults, workloadType inference and the
+ * semantic checks that run after decoding (see jobspec.h).
+ *
+ * Decoding (src/codec/jobspec_codec.c) checks what one field can tell on
+ * its own: types, units, ranges, name syntax. This file checks what needs
+ * several fields or the hardware knowledge base: contradictions (gang
+ * with replicas 0, a GPU slice with count 0, minReplicas > maxReplicas)
+ * and requests no known GPU can ever satisfy. The knowledge-base checks
+ * narrow the set of allowed GPU models one constraint at a time, so the
+ * error names the first constraint that leaves no model, together with
+ * the best value that was still on offer ("largest: 80Gi, a100-sxm4-80gb").
+ *
+ * workloadType inference looks at words, not substrings, so "--constraint"
+ * is not "train" and "observe" is not "serve". The rules are listed in
+ * doc/jobspec.md and each has a test.
+ */
+#include "crater/jobspec.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEFAULT_TENANT "default"
+#define DEFAULT_GRACE_MS 30000
+
+/* ---- create / destroy -------------------------------------------------- */
+
+crater_jobspec_t *crater_jobspec_create(void)
+{
+    crater_jobspec_t *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    if (!(s->tenant = strdup(DEFAULT_TENANT))) {
+        free(s);
+        return NULL;
+    }
+    s->workload_type = CRATER_WORKLOAD_BATCH;
+    s->grace_period_ms = DEFAULT_GRACE_MS;
+    s->cpu_limit_multiplier = 1.0;
+    s->io_profile = CRATER_IO_DEFAULT;
+    s->numa = CRATER_NUMA_PREFERRED;
+    s->locality = CRATER_LOCALITY_NONE;
+    s->deadline_policy = CRATER_DEADLINE_SOFT;
+    s->replicas = 1;
+    s->inference.min_replicas = 1;
+    s->inference.max_replicas = 1;
+    return s;
+}
+
+static void free_kv(crater_kv_t *kv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(kv[i].key);
+        free(kv[i].value);
+    }
+    free(kv);
+}
+
+void crater_jobspec_destroy(crater_jobspec_t *s)
+{
+    if (!s)
+        return;
+    free(s->name);
+    free(s->tenant);
+    free(s->priority_class);
+    crater_strv_free(s->resources.gpu.models);
+    free(s->resources.gpu.vendor);
+    free(s->dataset);
+    free(s->checkpoint.dir);
+    free(s->profile);
+    crater_strv_free(s->after);
+    crater_strv_free(s->command);
+    free(s->image);
+    free_kv(s->env, s->nenv);
+    free(s->workdir);
+    free_kv(s->selector, s->nselector);
+    for (size_t i = 0; i < s->ntolerations; i++) {
+        free(s->tolerations[i].key);
+        free(s->tolerations[i].value);
+    }
+    free(s->tolerations);
+    free(s);
+}
+
+const char *crater_workload_name(crater_workload_t w)
+{
+    switch (w) {
+    case CRATER_WORKLOAD_TRAINING:
+        return "training";
+    case CRATER_WORKLOAD_INFERENCE:
+        return "inference";
+    case CRATER_WORKLOAD_BATCH:
+        return "batch";
+    case CRATER_WORKLOAD_INTERACTIVE:
+        return "interactive";
+    }
+    return "unknown";
+}
+
+/* ---- workloadType inference -------------------------------------------- */
+
+/* A word is a maximal run of ASCII letters and digits; matching is
+ * case-insensitive. */
+static bool word_is(const char *w, size_t n, const char *lit)
+{
+    return strlen(lit) == n && strncasecmp(w, lit, n) == 0;
+}
+
+/* "train", "trainer", "pretrain", "train_bert" - but not "constraint",
+ * "restrain" or "strain", where "train" follows an 's'. */
+static bool word_has_train(const char *w, size_t n)
+{
+    for (size_t i = 0; i + 5 <= n; i++)
+        if (strncasecmp(w + i, "train", 5) == 0
+            && (i == 0 || tolower((unsigned char)w[i - 1]) != 's'))
+            return true;
+    return false;
+}
+
+static bool training_word(const char *w, size_t n)
+{
+    return word_is(w, n, "torchrun") || word_is(w, n, "deepspeed")
+           || word_has_train(w, n);
+}
+
+static bool inference_word(const char *w, size_t n)
+{
+    static const char *const words[] = {
+        "vllm",
+        "triton",
+        "tritonserver",
+        "torchserve",
+        "serve",
+        "serving",
+        "sglang",
+    };
+
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (word_is(w, n, words[i]))
+            return true;
+    return false;
+}
+
+static bool any_word(const char *s, bool (*pred)(const char *, size_t))
+{
+    while (s && *s) {
+        size_t n = 0;
+
+        while (s[n] && isalnum((unsigned char)s[n]))
+            n++;
+        if (n && pred(s, n))
+            return true;
+        s += n ? n : 1;
+    }
+    return false;
+}
+
+static const char *basename_of(const char *arg)
+{
+    const char *slash = strrchr(arg, '/');
+
+    return slash ? slash + 1 : arg;
+}
+
+static bool argv_training(char *const *argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++) {
+        if (any_word(argv[i], training_word)
+            || strncmp(argv[i], "torch.distributed.", 18) == 0)
+            return true;
+        if (strcmp(basename_of(argv[i]), "accelerate") == 0 && argv[i + 1]
+            && strcmp(argv[i + 1], "launch") == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool argv_inference(char *const *argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++) {
+        if (any_word(argv[i], inference_word) || strcmp(argv[i], "--port") == 0
+            || strncmp(argv[i], "--port=", 7) == 0)
+            return true;
+    }
+    return false;
+}
+
+crater_workload_t crater_workload_infer(char *const *command, const char *image)
+{
+    if (argv_training(command))
+        return CRATER_WORKLOAD_TRAINING;
+    if (argv_inference(command))
+        return CRATER_WORKLOAD_INFERENCE;
+    if (any_word(image, training_word))
+        return CRATER_WORKLOAD_TRAINING;
+    if (any_word(image, inference_word))
+        return CRATER_WORKLOAD_INFERENCE;
+    return CRATER_WORKLOAD_BATCH;
+}
+
+/* ---- validation: contradictions ---------------------------------------- */
+
+/* "field: message" with err->field set, so a caller holding the document
+ * can add the line (crater_doc_where). Returns -1. */
+static int fail(crater_error_t *err,
+                crater_errno_t errnum,
+                const char *field,
+                const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+
+static int fail(crater_error_t *err,
+                crater_errno_t errnum,
+                const char *field,
+                const char *fmt,
+                ...)
+{
+    char msg[CRATER_ERROR_TEXT];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return crater_errorf_field(err, errnum, field, "%s: %s", field, msg);
+}
+
+static const char *fmt_ms(uint64_t ms, char *buf, size_t size)
+{
+    if (ms > UINT64_MAX / 1000000u)
+        snprintf(buf, size, "%llums", (unsigned long long)ms);
+    else
+        crater_format_quantity(ms * 1000000u, CRATER_DIM_DURATION, buf, size);
+    return buf;
+}
+
+static int check_replicas(const crater_jobspec_t *s, crater_error_t *err)
+{
+    if (s->replicas == 0 && s->gang)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "replicas",
+                    "gang: true needs at least 1 replica, but replicas is 0");
+    if (s->replicas == 0)
+        return fail(err,
+                    CRATER_ERANGE,
+                    "replicas",
+                    "must be at least 1 (inference.minReplicas: 0 lets a "
+                    "service scale to zero)");
+    return 0;
+}
+
+/* The first GPU constraint that is set, as a field path; NULL if none. */
+static const char *gpu_constraint(const crater_gpu_req_t *g)
+{
+    if (g->memory_bytes)
+        return "resources.gpu.memory";
+    if (g->models)
+        return "resources.gpu.model";
+    if (g->vendor)
+        return "resources.gpu.vendor";
+    if (g->min_sm_count)
+        return "resources.gpu.minSmCount";
+    if (g->min_compute_cap)
+        return "resources.gpu.minComputeCapability";
+    if (g->min_hbm_bandwidth)
+        return "resources.gpu.minHbmBandwidth";
+    if (g->nvlink != CRATER_NVLINK_ANY)
+        return "resources.gpu.nvlink";
+    return NULL;
+}
+
+static int check_gpu(const crater_gpu_req_t *g, crater_error_t *err)
+{
+    const char *field = gpu_constraint(g);
+
+    if (g->count == 0 && g->memory_bytes)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    field,
+                    "a GPU memory slice needs resources.gpu.count >= 1 "
+                    "(count is 0)");
+    if (g->count == 0 && field)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    field,
+                    "GPU constraints need resources.gpu.count >= 1 (count "
+                    "is 0)");
+    if (g->nvlink == CRATER_NVLINK_REQUIRED && g->count < 2)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "resources.gpu.nvlink",
+                    "required NVLink needs count >= 2 GPUs per replica "
+                    "(count is %u)",
+                    g->count);
+    return 0;
+}
+
+static int check_inference(const crater_jobspec_t *s, crater_error_t *err)
+{
+    const crater_inference_t *inf = &s->inference;
+
+    if (!inf->enabled)
+        return 0;
+    if (s->workload_type_explicit
+        && s->workload_type != CRATER_WORKLOAD_INFERENCE)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "inference",
+                    "an inference section needs workloadType inference "
+                    "(workloadType is %s)",
+                    crater_workload_name(s->workload_type));
+    if (inf->min_replicas > inf->max_replicas)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "inference.minReplicas",
+                    "%u is more than inference.maxReplicas (%u)",
+                    inf->min_replicas,
+                    inf->max_replicas);
+    if (inf->warm_pool_size > inf->max_replicas)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "inference.warmPoolSize",
+                    "%u is more than inference.maxReplicas (%u)",
+                    inf->warm_pool_size,
+                    inf->max_replicas);
+    if (s->replicas < inf->min_replicas || s->replicas > inf->max_replicas)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "replicas",
+                    "%u is outside inference.minReplicas..maxReplicas "
+                    "(%u..%u)",
+                    s->replicas,
+                    inf->min_replicas,
+                    inf->max_replicas);
+    return 0;
+}
+
+static int check_checkpoint(const crater_checkpoint_t *c, crater_error_t *err)
+{
+    char a[32], b[32];
+
+    if (!c->dir && c->interval_ms)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "checkpoint.checkpointInterval",
+                    "checkpoint intervals need checkpoint.dir");
+    if (!c->dir && c->incremental_interval_ms)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "checkpoint.incrementalInterval",
+                    "checkpoint intervals need checkpoint.dir");
+    if (c->incremental_interval_ms && !c->interval_ms)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "checkpoint.incrementalInterval",
+                    "needs checkpoint.checkpointInterval (incremental "
+                    "checkpoints build on full ones)");
+    if (c->incremental_interval_ms
+        && c->incremental_interval_ms >= c->interval_ms)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "checkpoint.incrementalInterval",
+                    "%s must be shorter than checkpointInterval %s",
+                    fmt_ms(c->incremental_interval_ms, a, sizeof(a)),
+                    fmt_ms(c->interval_ms, b, sizeof(b)));
+    return 0;
+}
+
+static int check_misc(const crater_jobspec_t *s, crater_error_t *err)
+{
+    char field[32];
+
+    if (!s->dataset && s->locality != CRATER_LOCALITY_NONE)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "dataLocality.mode",
+                    "needs dataLocality.dataset");
+    if (s->deadline_policy == CRATER_DEADLINE_HARD && s->deadline_ms == 0)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "deadlinePolicy",
+                    "hard needs a deadline");
+    for (size_t i = 0; s->name && s->after && s->after[i]; i++) {
+        if (strcmp(s->after[i], s->name) == 0) {
+            snprintf(field, sizeof(field), "after[%zu]", i);
+            return fail(err,
+                        CRATER_ECONFLICT,
+                        field,
+                        "job '%s' cannot wait for itself",
+                        s->name);
+        }
+    }
+    return 0;
+}
+
+/* ---- validation: the knowledge base ------------------------------------ */
+
+/* The kb key closest to name: one that contains it, else the smallest
+ * edit distance. NULL for an empty kb. */
+static const char *closest_model(const crater_kb_t *kb, const char *name)
+{
+    char norm[128];
+    const char *best = NULL;
+    unsigned bestd = 256;
+
+    if (!crater_kb_normalize(name, norm, sizeof(norm)))
+        snprintf(norm, sizeof(norm), "%s", name);
+    for (size_t i = 0; i < crater_kb_gpu_count(kb); i++) {
+        const char *key = crater_kb_gpu_at(kb, i)->key;
+        unsigned dist = strstr(key, norm) && *norm
+                            ? (unsigned)(strlen(key) - strlen(norm)) / 8
+                            : crater_edit_distance(norm, key);
+
+        if (dist < bestd) {
+            bestd = dist;
+            best = key;
+        }
+    }
+    return best;
+}
+
+static int check_models(const crater_gpu_req_t *g,
+                        const crater_kb_t *kb,
+                        crater_error_t *err)
+{
+    size_t n = crater_strv_len(g->models);
+    char field[48];
+
+    for (size_t i = 0; i < n; i++) {
+        const char *best;
+
+        if (crater_kb_gpu(kb, g->models[i]))
+            continue;
+        if (n == 1)
+            snprintf(field, sizeof(field), "resources.gpu.model");
+        else
+            snprintf(field, sizeof(field), "resources.gpu.model[%zu]", i);
+        if ((best = closest_model(kb, g->models[i])))
+            return fail(err,
+                        CRATER_EINVAL,
+                        field,
+                        "unknown GPU model '%.40s' (did you mean '%s'?)",
+                        g->models[i],
+                        best);
+        return fail(err,
+                    CRATER_EINVAL,
+                    field,
+                    "unknown GPU model '%.40s'",
+                    g->models[i]);
+    }
+    return 0;
+}
+
+typedef uint64_t (*attr_f)(const crater_kb_gpu_t *e);
+
+static uint64_t attr_mem(const crater_kb_gpu_t *e)
+{
+    return e->memory_bytes;
+}
+
+static uint64_t attr_sm(const crater_kb_gpu_t *e)
+{
+    return e->sm_count;
+}
+
+static uint64_t attr_cc(const crater_kb_gpu_t *e)
+{
+    return e->compute_cap;
+}
+
+static uint64_t attr_hbm(const crater_kb_gpu_t *e)
+{
+    return e->mem_bandwidth;
+}
+
+static uint64_t attr_nvlink(const crater_kb_gpu_t *e)
+{
+    return e->nvlink_bandwidth;
+}
+
+/* Keep the candidates whose attr is at least min. When none would be
+ * left, leave c alone and return the candidate with the highest attr
+ * (for the message); otherwise return NULL. */
+static const crater_kb_gpu_t *narrow(const crater_kb_gpu_t **c,
+                                     size_t *n,
+                                     attr_f attr,
+                                     uint64_t min)
+{
+    const crater_kb_gpu_t *best = NULL;
+    size_t m = 0;
+
+    for (size_t i = 0; i < *n; i++) {
+        if (!best || attr(c[i]) > attr(best))
+            best = c[i];
+        if (attr(c[i]) >= min)
+            m++;
+    }
+    if (m == 0)
+        return best;
+    m = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (attr(c[i]) >= min)
+            c[m++] = c[i];
+    *n = m;
+    return NULL;
+}
+
+/* The allowed models: gpu.model (or every kb GPU) from gpu.vendor. */
+static size_t allowed_models(const crater_gpu_req_t *g,
+                             const crater_kb_t *kb,
+                             const crater_kb_gpu_t **c)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < crater_kb_gpu_count(kb); i++) {
+        const crater_kb_gpu_t *e = crater_kb_gpu_at(kb, i);
+        bool listed = !g->models || !g->models[0];
+
+        for (size_t j = 0; !listed && g->models[j]; j++)
+            listed = crater_kb_gpu(kb, g->models[j]) == e;
+        if (listed && (!g->vendor || strcasecmp(g->vendor, e->vendor) == 0))
+            c[n++] = e;
+    }
+    return n;
+}
+
+/* Each capability check narrows the candidates c[0..*n) or fails,
+ * naming the best value still on offer. */
+static int need_memory(const crater_gpu_req_t *g,
+                       const crater_kb_gpu_t **c,
+                       size_t *n,
+                       crater_error_t *err)
+{
+    const crater_kb_gpu_t *b;
+    char want[32], have[32];
+
+    if (!g->memory_bytes || !(b = narrow(c, n, attr_mem, g->memory_bytes)))
+        return 0;
+    crater_format_quantity(g->memory_bytes, CRATER_DIM_BYTES, want, 32);
+    crater_format_quantity(b->memory_bytes, CRATER_DIM_BYTES, have, 32);
+    return fail(err,
+                CRATER_EIMPOSSIBLE,
+                "resources.gpu.memory",
+                "a %s slice is larger than any allowed GPU (largest: %s, %s)",
+                want,
+                have,
+                b->key);
+}
+
+static int need_sm(const crater_gpu_req_t *g,
+                   const crater_kb_gpu_t **c,
+                   size_t *n,
+                   crater_error_t *err)
+{
+    const crater_kb_gpu_t *b;
+
+    if (!g->min_sm_count || !(b = narrow(c, n, attr_sm, g->min_sm_count)))
+        return 0;
+    return fail(err,
+                CRATER_EIMPOSSIBLE,
+                "resources.gpu.minSmCount",
+                "no allowed GPU has %u SMs (most: %u, %s)",
+                g->min_sm_count,
+                b->sm_count,
+                b->key);
+}
+
+static int need_cc(const crater_gpu_req_t *g,
+                   const crater_kb_gpu_t **c,
+                   size_t *n,
+                   crater_error_t *err)
+{
+    const crater_kb_gpu_t *b;
+
+    if (!g->min_compute_cap || !(b = narrow(c, n, attr_cc, g->min_compute_cap)))
+        return 0;
+    return fail(err,
+                CRATER_EIMPOSSIBLE,
+                "resources.gpu.minComputeCapability",
+                "no allowed GPU reaches sm_%u (highest: sm_%u, %s)",
+                g->min_compute_cap,
+                b->compute_cap,
+                b->key);
+}
+
+static int need_hbm(const crater_gpu_req_t *g,
+                    const crater_kb_gpu_t **c,
+                    size_t *n,
+                    crater_error_t *err)
+{
+    const crater_kb_gpu_t *b;
+    char want[32], have[32];
+
+    if (!g->min_hbm_bandwidth
+        || !(b = narrow(c, n, attr_hbm, g->min_hbm_bandwidth)))
+        return 0;
+    crater_format_quantity(g->min_hbm_bandwidth,
+                           CRATER_DIM_BANDWIDTH,
+                           want,
+                           32);
+    crater_format_quantity(b->mem_bandwidth, CRATER_DIM_BANDWIDTH, have, 32);
+    return fail(err,
+                CRATER_EIMPOSSIBLE,
+                "resources.gpu.minHbmBandwidth",
+                "no allowed GPU reaches %s (fastest: %s, %s)",
+                want,
+                have,
+                b->key);
+}
+
+static int need_nvlink(const crater_gpu_req_t *g,
+                       const crater_kb_gpu_t **c,
+                       size_t *n,
+                       crater_error_t *err)
+{
+    if (g->nvlink != CRATER_NVLINK_REQUIRED || !narrow(c, n, attr_nvlink, 1))
+        return 0;
+    return fail(err,
+                CRATER_EIMPOSSIBLE,
+                "resources.gpu.nvlink",
+                "NVLink is required but no allowed GPU model has it");
+}
+
+static int check_capabilities(const crater_gpu_req_t *g,
+                              const crater_kb_gpu_t **c,
+                              size_t n,
+                              crater_error_t *err)
+{
+    if (need_memory(g, c, &n, err) < 0 || need_sm(g, c, &n, err) < 0
+        || need_cc(g, c, &n, err) < 0 || need_hbm(g, c, &n, err) < 0
+        || need_nvlink(g, c, &n, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int check_kb(const crater_gpu_req_t *g,
+                    const crater_kb_t *kb,
+                    crater_error_t *err)
+{
+    const crater_kb_gpu_t **c;
+    size_t n;
+    int rc;
+
+    if (g->count == 0 || check_models(g, kb, err) < 0)
+        return g->count == 0 ? 0 : -1;
+    if (!(c = calloc(crater_kb_gpu_count(kb) + 1, sizeof(*c))))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    n = allowed_models(g, kb, c);
+    if (n == 0 && g->vendor)
+        rc = fail(err,
+                  CRATER_EIMPOSSIBLE,
+                  "resources.gpu.vendor",
+                  "no %s GPU model is from vendor '%.40s'",
+                  g->models ? "allowed" : "known",
+                  g->vendor);
+    else if (n == 0)
+        rc = fail(err,
+                  CRATER_EIMPOSSIBLE,
+                  "resources.gpu.count",
+                  "the hardware knowledge base has no GPU models");
+    else
+        rc = check_capabilities(g, c, n, err);
+    free(c);
+    return rc;
+}
+
+int crater_jobspec_validate(const crater_jobspec_t *spec,
+                            const crater_kb_t *kb,
+                            crater_error_t *err)
+{
+    if (check_replicas(spec, err) < 0
+        || check_gpu(&spec->resources.gpu, err) < 0
+        || check_inference(spec, err) < 0
+        || check_checkpoint(&spec->checkpoint, err) < 0
+        || check_misc(spec, err) < 0)
+        return -1;
+    return kb ? check_kb(&spec->resources.gpu, kb, err) : 0;
+}
