@@ -25,16 +25,13 @@ void crater_dec_init(crater_dec_t *d,
     d->len = 0;
 }
 
-static size_t push(crater_dec_t *d,
-                   const char *fmt,
-                   const char *key,
-                   size_t index)
+/* Append seg to the path; an over-long path is truncated, never overrun. */
+static size_t push_text(crater_dec_t *d, const char *sep, const char *seg)
 {
     size_t mark = d->len, room = sizeof(d->path) - d->len;
-    int n = key ? snprintf(d->path + d->len, room, fmt, d->len ? "." : "", key)
-                : snprintf(d->path + d->len, room, fmt, index);
+    int n = snprintf(d->path + d->len, room, "%s%s", sep, seg);
 
-    if (n < 0 || (size_t)n >= room) { /* keep a valid truncated path */
+    if (n < 0 || (size_t)n >= room) {
         d->len = sizeof(d->path) - 1;
         d->path[d->len] = '\0';
     } else {
@@ -45,12 +42,15 @@ static size_t push(crater_dec_t *d,
 
 size_t crater_dec_push_key(crater_dec_t *d, const char *key)
 {
-    return push(d, "%s%s", key, 0);
+    return push_text(d, d->len ? "." : "", key);
 }
 
 size_t crater_dec_push_index(crater_dec_t *d, size_t index)
 {
-    return push(d, "[%zu]", NULL, index);
+    char seg[32];
+
+    snprintf(seg, sizeof(seg), "[%zu]", index);
+    return push_text(d, "", seg);
 }
 
 void crater_dec_pop(crater_dec_t *d, size_t mark)

@@ -1792,7 +1792,7 @@ static int decode_node_doc(crater_dec_t *d, json_t *root, struct acc *a)
 static int decode_into(crater_dec_t *d, json_t *root, struct acc *a)
 {
     size_t mk = d->len;
-    int cluster;
+    int cluster = 0;
 
     a->first = a->c->nnodes;
     if (root_kind(d, root, &cluster) < 0)

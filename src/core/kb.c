@@ -1116,7 +1116,7 @@ static int entry_type(crater_dec_t *d, json_t *v, int *gpu)
 static int override_entry(crater_dec_t *d, json_t *v, void *obj, size_t i)
 {
     struct ov o = {.kb = obj};
-    int gpu, rc;
+    int gpu = 0, rc;
 
     (void)i;
     if (entry_type(d, v, &gpu) < 0)

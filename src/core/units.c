@@ -314,8 +314,8 @@ int crater_parse_quantity(const char *s,
                           crater_error_t *err)
 {
     const char *p = s;
-    uint64_t total = 0, term;
-    int bare, terms = 0;
+    uint64_t total = 0, term = 0;
+    int bare = 0, terms = 0;
 
     if (dim >= CRATER_DIM_MAX)
         return crater_errorf(err, CRATER_EINVAL, "bad dimension");
