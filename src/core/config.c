@@ -81,6 +81,7 @@ static int check_urls(crater_dec_t *d, const void *field);
 /* Section names: mappings that group rows. */
 static const char *const sections[] = {"scheduler",
                                        "scheduler.scoreWeights",
+                                       "scheduler.pluginWeights",
                                        "agent",
                                        "monitoring",
                                        "inference",
@@ -136,6 +137,37 @@ static const row_t rows[] = {
 {"scheduler.backfill", T_BOOL, F(scheduler.backfill), "true", 0, 0, 0, NULL,
  NULL, "Let small jobs start ahead of the queue head when they do not "
  "delay it."},
+{"scheduler.pluginWeights.joint", T_DOUBLE,
+ F(scheduler.plugin_weights.joint), "0.25", 0, 100, 0, NULL, NULL,
+ "Weight of the joint score (scoreWeights over gpu/cpu/memory/disk; "
+ "favours the least allocated nodes)."},
+{"scheduler.pluginWeights.packing", T_DOUBLE,
+ F(scheduler.plugin_weights.packing), "1.0", 0, 100, 0, NULL, NULL,
+ "Weight of the fragmentation-aware packing score (favours nodes the "
+ "task fills best)."},
+{"scheduler.pluginWeights.topology", T_DOUBLE,
+ F(scheduler.plugin_weights.topology), "0.5", 0, 100, 0, NULL, NULL,
+ "Weight of topology affinity (a job's GPUs on few PCIe switches and "
+ "NUMA nodes, its CPUs on theirs)."},
+{"scheduler.pluginWeights.locality", T_DOUBLE,
+ F(scheduler.plugin_weights.locality), "1.0", 0, 100, 0, NULL, NULL,
+ "Weight of preferred data locality (the dataset is cached on the "
+ "node)."},
+{"scheduler.pluginWeights.lowUtilization", T_DOUBLE,
+ F(scheduler.plugin_weights.low_utilization), "1.0", 0, 100, 0, NULL, NULL,
+ "Weight of low measured GPU utilisation, for jobs that ask for it and "
+ "everywhere when preferLowUtilization is set."},
+{"scheduler.minCpuPerGpu", T_DOUBLE, F(scheduler.min_cpu_per_gpu), "0", 0,
+ 1024, 0, NULL, NULL,
+ "Cores a node keeps free for each of its free GPUs, so CPU-heavy work "
+ "cannot strand GPUs (0: off)."},
+{"scheduler.minMemoryPerGpu", T_BYTES, F(scheduler.min_memory_per_gpu),
+ "0", 0, 1099511627776.0, 0, NULL, NULL,
+ "Memory a node keeps free for each of its free GPUs (0: off)."},
+{"scheduler.pcieThreshold", T_FRACTION, F(scheduler.pcie_threshold), "0.9",
+ 0, 1, MIN_EXCL, NULL, NULL,
+ "Measured PCIe bandwidth use of a root complex above which its GPUs "
+ "take no new tasks."},
 {"scheduler.resourceGracePeriod", T_DURATION,
  F(scheduler.resource_grace_period_ms), "30s", 0, 3600e3, 0, NULL, NULL,
  "How long a finished task's resources stay reserved so that a quick "
