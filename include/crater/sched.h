@@ -42,7 +42,9 @@
 #include "crater/model.h"
 
 #define CRATER_SCHED_MAX_NUMA 8
-#define CRATER_SCHED_MAX_MODELS 64 /* distinct GPU models in one cluster */
+#define CRATER_SCHED_MAX_MODELS               \
+    63 /* distinct GPU models in one cluster; \
+          bit 63 of a model mask means "none" */
 #define CRATER_SCHED_NO_NODE UINT32_MAX
 
 typedef struct crater_sched crater_sched_t;
@@ -95,6 +97,8 @@ typedef struct crater_placement {
     int numa;                                   /* -1: not pinned */
     uint64_t cpu_milli;
     uint64_t mem_bytes;
+    uint64_t numa_cpu[CRATER_SCHED_MAX_NUMA]; /* where cpu_milli is charged */
+    uint64_t numa_mem[CRATER_SCHED_MAX_NUMA]; /* where mem_bytes is charged */
     uint64_t disk_iops;
     uint64_t disk_bw;
     int storage; /* index into the node's storage, -1 none */

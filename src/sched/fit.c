@@ -1,0 +1,347 @@
+/* fit.c - choosing GPUs, NUMA node and CPU/memory inside one node.
+ *
+ * GPU choice. A slice goes to the GPUs it fits most tightly (best fit:
+ * least admissible room left after the charge), which keeps other GPUs
+ * whole for whole-GPU jobs. Whole GPUs are taken from one PCIe switch if
+ * any switch has enough free (the switch with the fewest free that still
+ * suffices, so big switches stay big), else from one NUMA node, else
+ * across. NVLink-required jobs need a clique of the NVLink graph; when the
+ * topology-first choice is not one, a bounded search over the free GPUs
+ * finds the first clique in index order.
+ *
+ * Everything here is deterministic and depends only on the node's state
+ * and the request, which the class index relies on.
+ */
+#include <string.h>
+
+#include "sched/internal.h"
+
+static unsigned popcount64(uint64_t x)
+{
+    return (unsigned)__builtin_popcountll(x);
+}
+
+uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
+                                 uint32_t node,
+                                 int numa)
+{
+    const struct node_static *st = &s->st[node];
+    uint64_t m = 0;
+
+    for (uint32_t i = 0; i < st->ngpus; i++)
+        if (s->gs[st->gpu_first + i].numa == numa
+            || (numa == 0 && s->gs[st->gpu_first + i].numa < 0))
+            m |= 1ull << i;
+    return m;
+}
+
+/* Charge a slice request puts on GPU g, or 0 when g cannot take it. */
+static uint32_t slice_charge(const crater_sched_t *s,
+                             uint32_t g,
+                             uint32_t slice)
+{
+    uint32_t charge = slice + s->ctx_mib;
+    const struct gpu_dyn *d = &s->gd[g];
+    uint32_t mem = s->gs[g].mem_mib;
+
+    if (sched__room_mib(s, g) < charge)
+        return 0;
+    /* beyond physical memory only while measured use stays safe */
+    if ((uint64_t)d->reserved_mib + charge > mem
+        && (double)d->used_mib + slice > s->watermark * mem)
+        return 0;
+    return charge;
+}
+
+static void set_topology(struct sched_ctx *c)
+{
+    const struct node_static *st = &c->s->st[c->node];
+    uint64_t numas = 0, ups = 0;
+
+    for (uint32_t i = 0; i < c->p.ngpus; i++) {
+        const struct gpu_static *g = &c->s->gs[st->gpu_first + c->p.gpu[i]];
+        numas |= 1ull << (g->numa < 0 ? 0 : g->numa);
+        ups |= 1ull << g->upstream;
+    }
+    c->numa_used = popcount64(numas);
+    c->upstream_used = popcount64(ups);
+}
+
+static int is_clique(const crater_sched_t *s, uint32_t first, uint64_t set)
+{
+    for (uint64_t m = set; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        uint64_t others = set & ~(1ull << i);
+        if ((s->gs[first + (uint32_t)i].nvlink & others) != others)
+            return 0;
+    }
+    return 1;
+}
+
+/* First NVLink clique of n GPUs within cand, in index order; 0 if none.
+ * Bounded: at most 64 GPUs, and the recursion prunes non-adjacent GPUs. */
+static uint64_t find_clique(const crater_sched_t *s,
+                            uint32_t first,
+                            uint64_t cand,
+                            uint64_t chosen,
+                            unsigned n)
+{
+    if (popcount64(chosen) == n)
+        return chosen;
+    for (uint64_t m = cand; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        uint64_t links = s->gs[first + (uint32_t)i].nvlink;
+        uint64_t next = cand & links & ~((2ull << i) - 1);
+        if ((links & chosen) != chosen)
+            continue;
+        if (popcount64(next) + popcount64(chosen) + 1 < n)
+            continue;
+        uint64_t r = find_clique(s, first, next, chosen | (1ull << i), n);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* n lowest-index GPUs of m. */
+static uint64_t lowest(uint64_t m, unsigned n)
+{
+    uint64_t r = 0;
+
+    for (; m && n; m &= m - 1, n--)
+        r |= m & -m;
+    return r;
+}
+
+/* Best-fit group: among groups (by key) with >= n free GPUs, the one with
+ * the fewest; ties to the lowest key. */
+static uint64_t best_group(const crater_sched_t *s,
+                           uint32_t first,
+                           uint64_t free,
+                           unsigned n,
+                           int by_numa)
+{
+    uint64_t best = 0;
+    unsigned bestn = 65;
+
+    for (int key = 0; key < 64; key++) {
+        uint64_t grp = 0;
+        for (uint64_t m = free; m; m &= m - 1) {
+            int i = __builtin_ctzll(m);
+            const struct gpu_static *g = &s->gs[first + (uint32_t)i];
+            int k = by_numa ? (g->numa < 0 ? 0 : g->numa) : g->upstream;
+            if (k == key)
+                grp |= 1ull << i;
+        }
+        unsigned cnt = popcount64(grp);
+        if (cnt >= n && cnt < bestn) {
+            best = grp;
+            bestn = cnt;
+        }
+    }
+    return best ? lowest(best, n) : 0;
+}
+
+static uint64_t pick_whole(struct sched_ctx *c, uint64_t free)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first;
+    unsigned n = c->req->gpus;
+    uint64_t set = best_group(s, first, free, n, 0);
+
+    if (!set)
+        set = best_group(s, first, free, n, 1);
+    if (!set)
+        set = lowest(free, n);
+    if (c->req->nvlink == CRATER_NVLINK_REQUIRED && n > 1
+        && !is_clique(s, first, set))
+        set = find_clique(s, first, free, 0, n);
+    return set;
+}
+
+static int fail(struct sched_ctx *c,
+                const char *why,
+                uint64_t need,
+                uint64_t have,
+                int unit)
+{
+    c->why = why;
+    c->need = need;
+    c->have = have;
+    c->unit = unit;
+    return -1;
+}
+
+static int whole_gpus(struct sched_ctx *c, uint64_t cand)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first;
+    uint64_t free = 0, set;
+
+    for (uint64_t m = cand; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        if (s->gd[first + (uint32_t)i].ntasks == 0)
+            free |= 1ull << i;
+    }
+    if (popcount64(free) < c->req->gpus)
+        return fail(c,
+                    "not enough free GPUs",
+                    c->req->gpus,
+                    popcount64(free),
+                    U_COUNT);
+    if (!(set = pick_whole(c, free)))
+        return fail(c,
+                    "no NVLink-connected set of free GPUs",
+                    c->req->gpus,
+                    0,
+                    U_COUNT);
+    c->p.whole = true;
+    for (uint64_t m = set; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        c->p.gpu[c->p.ngpus] = (uint8_t)i;
+        c->p.gpu_mib[c->p.ngpus++] = s->gs[first + (uint32_t)i].mem_mib;
+    }
+    return 0;
+}
+
+/* Slices: the n feasible GPUs with the least room left, best first. */
+static int slice_gpus(struct sched_ctx *c, uint64_t cand)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first, best_room = 0;
+    uint64_t used = 0;
+
+    for (uint32_t k = 0; k < c->req->gpus; k++) {
+        int bi = -1;
+        uint32_t bleft = UINT32_MAX, bcharge = 0;
+        for (uint64_t m = cand & ~used; m; m &= m - 1) {
+            int i = __builtin_ctzll(m);
+            uint32_t g = first + (uint32_t)i;
+            uint32_t charge = slice_charge(s, g, c->req->slice_mib);
+            uint32_t room = sched__room_mib(s, g);
+            best_room = room > best_room ? room : best_room;
+            if (charge && room - charge < bleft) {
+                bi = i;
+                bleft = room - charge;
+                bcharge = charge;
+            }
+        }
+        if (bi < 0)
+            return fail(c,
+                        "insufficient GPU memory",
+                        c->req->slice_mib + s->ctx_mib,
+                        best_room,
+                        U_MIB);
+        used |= 1ull << bi;
+        c->p.gpu[c->p.ngpus] = (uint8_t)bi;
+        c->p.gpu_mib[c->p.ngpus++] = bcharge;
+    }
+    if (c->req->nvlink == CRATER_NVLINK_REQUIRED && c->req->gpus > 1
+        && !is_clique(s, first, used))
+        return fail(c,
+                    "no NVLink-connected set of GPUs with room",
+                    c->req->gpus,
+                    0,
+                    U_COUNT);
+    return 0;
+}
+
+int sched__pick_gpus(struct sched_ctx *c, uint64_t cand)
+{
+    int rc;
+
+    c->p.ngpus = 0;
+    c->p.whole = false;
+    rc = c->req->slice_mib ? slice_gpus(c, cand) : whole_gpus(c, cand);
+    if (rc == 0)
+        set_topology(c);
+    return rc;
+}
+
+/* Take amount from the NUMA buckets, preferred first, then in index
+ * order. The caller checked the total. */
+static void spread(uint64_t *take,
+                   const uint64_t *free,
+                   int nnuma,
+                   int prefer,
+                   uint64_t amount)
+{
+    memset(take, 0, sizeof(uint64_t) * MAX_NUMA);
+    for (int j = -1; j < nnuma && amount; j++) {
+        int k = j < 0 ? prefer : j;
+        if (k < 0 || (j >= 0 && k == prefer))
+            continue;
+        uint64_t t = free[k] - take[k] < amount ? free[k] - take[k] : amount;
+        take[k] += t;
+        amount -= t;
+    }
+}
+
+static int numa_fits(const struct node_dyn *d,
+                     int k,
+                     uint64_t cpu,
+                     uint64_t mem)
+{
+    return d->numa_cpu_free[k] >= cpu && d->numa_mem_free[k] >= mem;
+}
+
+static int gpu_numa(const struct sched_ctx *c)
+{
+    const struct node_static *st = &c->s->st[c->node];
+    int k;
+
+    if (c->p.ngpus == 0)
+        return -1;
+    k = c->s->gs[st->gpu_first + c->p.gpu[0]].numa;
+    return k < 0 ? 0 : k;
+}
+
+/* The NUMA node with the least free CPU that still fits, or -1. */
+static int best_numa(const struct node_dyn *d,
+                     int nnuma,
+                     uint64_t cpu,
+                     uint64_t mem)
+{
+    int best = -1;
+
+    for (int k = 0; k < nnuma; k++)
+        if (numa_fits(d, k, cpu, mem)
+            && (best < 0 || d->numa_cpu_free[k] < d->numa_cpu_free[best]))
+            best = k;
+    return best;
+}
+
+/* CPU and memory: pinned to one NUMA node when the policy asks and it
+ * fits (strict: must), spread otherwise. */
+int sched__pick_cpu_mem(struct sched_ctx *c)
+{
+    const struct node_dyn *d = &c->s->dyn[c->node];
+    const crater_request_t *r = c->req;
+    int nnuma = c->s->st[c->node].nnuma, k = c->p.numa;
+
+    if (d->cpu_free < r->cpu_milli)
+        return fail(c, "insufficient CPU", r->cpu_milli, d->cpu_free, U_MILLI);
+    if (d->mem_free < r->mem_bytes)
+        return fail(c,
+                    "insufficient memory",
+                    r->mem_bytes,
+                    d->mem_free,
+                    U_BYTES);
+    if (k < 0 && r->numa != CRATER_NUMA_NONE)
+        k = c->p.ngpus ? gpu_numa(c)
+                       : best_numa(d, nnuma, r->cpu_milli, r->mem_bytes);
+    if (k >= 0 && !numa_fits(d, k, r->cpu_milli, r->mem_bytes))
+        k = -1;
+    if (k < 0 && r->numa == CRATER_NUMA_STRICT)
+        return fail(c,
+                    "no NUMA node has the CPU and memory next to its GPUs",
+                    r->cpu_milli,
+                    0,
+                    U_MILLI);
+    c->p.numa = k;
+    c->p.cpu_milli = r->cpu_milli;
+    c->p.mem_bytes = r->mem_bytes;
+    spread(c->p.numa_cpu, d->numa_cpu_free, nnuma, k, r->cpu_milli);
+    spread(c->p.numa_mem, d->numa_mem_free, nnuma, k, r->mem_bytes);
+    return 0;
+}

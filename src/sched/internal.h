@@ -1,0 +1,232 @@
+/* internal.h - the scheduling core's private state, shared by the files of
+ * src/sched and its plugins. Not installed; nothing outside src/sched
+ * includes it.
+ *
+ * Layout. Per-node and per-GPU state live in flat arrays indexed by node id
+ * and by a global GPU index (node_static.gpu_first + local index), split
+ * into a static half (capacities, topology, models: fixed after add_node)
+ * and a dynamic half (reservations, measurements, health). The dynamic
+ * half of one node is small and contiguous so that it can be serialised
+ * into a "state blob": nodes with the same static type and the same blob
+ * form an equivalence class (index.c), which is what lets a decision look
+ * at one representative per class instead of every node.
+ *
+ * All structs that are serialised are zeroed before use so that padding
+ * bytes are deterministic.
+ */
+#ifndef CRATER_SCHED_INTERNAL_H
+#define CRATER_SCHED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crater/sched.h"
+
+#define MAX_GPUS CRATER_MAX_GPUS_PER_NODE
+#define MAX_NUMA CRATER_SCHED_MAX_NUMA
+#define MAX_DEVS 16 /* storage devices per node the core schedules */
+
+struct sched_model {
+    char key[48];
+    char vendor[16];
+    uint32_t sm, cc;
+    uint64_t hbm; /* bytes/s */
+};
+
+struct gpu_static {
+    uint32_t mem_mib;
+    uint16_t model;   /* index into sched.models */
+    int8_t numa;      /* -1 unknown */
+    uint8_t upstream; /* node-local id of its PCIe switch / root complex */
+    uint64_t nvlink;  /* bit i: NVLink to local GPU i */
+};
+
+struct gpu_dyn {
+    uint32_t reserved_mib; /* sum of charges */
+    uint32_t used_mib;     /* measured */
+    uint8_t ntasks;
+    uint8_t whole; /* held whole by one task */
+    uint8_t pad[2];
+    float util; /* measured SM utilisation */
+    float pcie; /* measured use of its upstream root */
+};
+
+struct dev_static {
+    uint64_t iops, bw;
+    uint32_t latency_us;
+    uint8_t iface;
+    uint8_t pad[3];
+};
+
+struct dev_dyn {
+    uint64_t iops_free, bw_free;
+};
+
+struct node_static {
+    uint32_t type; /* static-type id (index.c) */
+    uint32_t gpu_first, dev_first;
+    uint16_t ngpus, ndevs, nnuma;
+    uint64_t cpu_cap, mem_cap;
+    uint64_t numa_cpu_cap[MAX_NUMA], numa_mem_cap[MAX_NUMA];
+    uint64_t iops_cap, bw_cap;
+    uint32_t gpu_mib_total;
+};
+
+struct node_dyn {
+    uint64_t numa_cpu_free[MAX_NUMA];
+    uint64_t numa_mem_free[MAX_NUMA];
+    uint64_t cpu_free, mem_free;
+    float util_cpu, util_mem, util_disk;
+    uint8_t ready, cordoned;
+    uint8_t pad[2];
+};
+
+struct task {
+    uint64_t id;
+    int32_t priority;
+    bool preemptible;
+    uint64_t start_ms;
+    crater_placement_t p;
+};
+
+/* An open-addressing map from a byte blob to a uint32 value. */
+struct blobmap {
+    uint32_t *slots; /* value + 1, 0 = empty */
+    uint32_t size;   /* power of two */
+    uint32_t used;
+};
+
+struct sclass {
+    uint64_t hash;
+    uint8_t *blob;
+    uint32_t bloblen;
+    uint32_t *members; /* node ids, ascending */
+    uint32_t nmembers, cap;
+    uint32_t live_pos; /* position in sched.live, UINT32_MAX if empty */
+    /* precheck summary (request-independent upper bounds) */
+    uint16_t free_whole;
+    uint32_t max_room_mib; /* max over GPUs of admissible new charge */
+    uint64_t cpu_free, mem_free;
+    uint8_t usable; /* ready and not cordoned */
+};
+
+struct stype {
+    uint8_t *blob;
+    uint32_t bloblen;
+    uint64_t hash;
+};
+
+struct crater_sched {
+    /* configuration (copied) */
+    uint32_t max_tasks;
+    double overcommit, watermark;
+    uint32_t ctx_mib;
+    double cpu_thr, mem_thr, pcie_thr;
+    double score_w[4]; /* gpu, cpu, memory, disk */
+    crater_sched_weights_t w;
+    bool prefer_low_util;
+    uint64_t min_cpu_per_gpu; /* millicores */
+    uint64_t min_mem_per_gpu;
+    const crater_kb_t *kb;
+    crater_sched_env_t env;
+
+    struct sched_model models[CRATER_SCHED_MAX_MODELS];
+    uint32_t nmodels;
+
+    uint32_t n, ncap;
+    crater_node_t *nodes; /* deep copies: labels, taints, datasets */
+    struct node_static *st;
+    struct node_dyn *dyn;
+    uint32_t ngpu, gcap;
+    struct gpu_static *gs;
+    struct gpu_dyn *gd;
+    uint32_t ndev, dcap;
+    struct dev_static *ds;
+    struct dev_dyn *dd;
+
+    struct task *tasks; /* open addressing by id; id 0 = empty slot */
+    uint32_t tsize, tused;
+
+    /* index.c */
+    struct blobmap namemap;
+    struct stype *types;
+    uint32_t ntypes, typecap;
+    struct blobmap typemap;
+    struct sclass *classes;
+    uint32_t nclasses, classcap;
+    struct blobmap classmap;
+    uint32_t *free_classes;
+    uint32_t nfree_classes, freecap;
+    uint32_t *live; /* ids of classes with members */
+    uint32_t nlive, livecap;
+    uint32_t *node_class; /* class of each node; nccap entries */
+    uint32_t nccap;
+    uint8_t *scratch; /* blob scratch buffer */
+    uint32_t scratchcap;
+};
+
+/* index.c */
+int sched__type_of(crater_sched_t *s, uint32_t node);
+int sched__reindex(crater_sched_t *s, uint32_t node);
+int sched__name_add(crater_sched_t *s, uint32_t node);
+void sched__index_free(crater_sched_t *s);
+uint64_t sched__hash(const uint8_t *p, size_t n);
+
+/* state.c */
+struct task *sched__task_find(const crater_sched_t *s, uint64_t id);
+uint32_t sched__room_mib(const crater_sched_t *s, uint32_t g);
+
+/* Per-evaluation context: what the filters have chosen so far. */
+struct sched_ctx {
+    crater_sched_t *s;
+    uint32_t node;
+    const crater_request_t *req;
+    crater_placement_t p;              /* built up by the filters */
+    uint64_t eligible;                 /* GPUs passing the capability filter */
+    uint32_t numa_used, upstream_used; /* counts, for topology score */
+    /* failure detail for explain */
+    const char *why; /* static reason text */
+    uint64_t need, have;
+    int unit; /* enum sched_unit: how need/have print */
+};
+
+enum sched_unit {
+    U_NONE,
+    U_COUNT,
+    U_MIB,
+    U_MILLI,
+    U_BYTES,
+    U_PERCENT
+};
+
+/* Plugins: versioned ops structs in a static registry (plugins/registry.c),
+ * one file each. A filter returns 0 to pass or -1 after setting c->why
+ * (and need/have/unit when a quantity was short); it may add to c->p. A
+ * score returns a value in [0, 1]; weight() gives its weight for this
+ * request (0 skips it). */
+#define SCHED_PLUGIN_VERSION 1
+
+typedef struct sched_filter_ops {
+    int version;
+    const char *name;
+    int (*filter)(struct sched_ctx *c);
+} sched_filter_ops_t;
+
+typedef struct sched_score_ops {
+    int version;
+    const char *name;
+    double (*weight)(const crater_sched_t *s, const crater_request_t *r);
+    double (*score)(const struct sched_ctx *c);
+} sched_score_ops_t;
+
+extern const sched_filter_ops_t *const sched__filters[];
+extern const sched_score_ops_t *const sched__scores[];
+
+/* fit.c: the reservation helpers filters share */
+int sched__pick_gpus(struct sched_ctx *c, uint64_t cand);
+int sched__pick_cpu_mem(struct sched_ctx *c);
+uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
+                                 uint32_t node,
+                                 int numa);
+
+#endif /* CRATER_SCHED_INTERNAL_H */

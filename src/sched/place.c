@@ -1,0 +1,186 @@
+/* place.c - filter -> score -> reserve for one request, two ways.
+ *
+ * crater_sched_place() walks the live node classes (index.c): a class
+ * whose summary cannot fit the request is skipped without evaluation, the
+ * others are evaluated once through their lowest node id. The best score
+ * wins; equal scores go to the lowest node id.
+ * crater_sched_place_bruteforce() evaluates every node through the same
+ * plugins. Both must return the same placement: tests and the benchmark
+ * compare them decision by decision.
+ *
+ * When nothing fits, both explain why by evaluating every node (the
+ * bruteforce) or every class weighted by its size (the fast path): counts
+ * per reason and, per reason, the node that came closest. Failure is the
+ * rare path, so it is allowed to cost a full pass.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "crater/units.h"
+#include "sched/explain.h"
+#include "sched/internal.h"
+
+static void ctx_init(struct sched_ctx *c,
+                     crater_sched_t *s,
+                     uint32_t node,
+                     const crater_request_t *r)
+{
+    memset(c, 0, sizeof(*c));
+    c->s = s;
+    c->node = node;
+    c->req = r;
+    c->p.node = node;
+    c->p.numa = -1;
+    c->p.storage = -1;
+}
+
+static double score_of(const struct sched_ctx *c)
+{
+    double total = 0;
+
+    for (const sched_score_ops_t *const *sc = sched__scores; *sc; sc++) {
+        double w = (*sc)->weight(c->s, c->req);
+        if (w != 0)
+            total += w * (*sc)->score(c);
+    }
+    return total;
+}
+
+/* Run every filter; on success score the reservation. */
+int sched__eval(crater_sched_t *s,
+                uint32_t node,
+                const crater_request_t *r,
+                struct sched_ctx *c)
+{
+    ctx_init(c, s, node, r);
+    for (const sched_filter_ops_t *const *f = sched__filters; *f; f++)
+        if ((*f)->filter(c) < 0)
+            return -1;
+    c->p.score = score_of(c);
+    return 0;
+}
+
+/* Necessary conditions the filters would check anyway. */
+static int precheck(const crater_sched_t *s,
+                    const struct sclass *k,
+                    const crater_request_t *r)
+{
+    if (!k->usable || k->cpu_free < r->cpu_milli || k->mem_free < r->mem_bytes)
+        return 0;
+    if (r->gpus == 0)
+        return 1;
+    if (r->slice_mib == 0)
+        return k->free_whole >= r->gpus;
+    return k->max_room_mib >= r->slice_mib + s->ctx_mib;
+}
+
+static int better(const crater_placement_t *a, const crater_placement_t *b)
+{
+    return a->score > b->score || (a->score == b->score && a->node < b->node);
+}
+
+static int unschedulable(crater_sched_t *s,
+                         const crater_request_t *r,
+                         crater_error_t *err,
+                         int by_class)
+{
+    struct sched_explain ex;
+
+    sched__explain_run(s, r, by_class, &ex);
+    crater_errorf(err, CRATER_EUNSCHED, "%s", ex.text);
+    return -1;
+}
+
+int crater_sched_place(crater_sched_t *s,
+                       const crater_request_t *r,
+                       crater_placement_t *out,
+                       crater_error_t *err)
+{
+    crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
+    struct sched_ctx c;
+
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        const struct sclass *k = &s->classes[s->live[i]];
+        if (!precheck(s, k, r) || sched__eval(s, k->members[0], r, &c) < 0)
+            continue;
+        if (best.node == CRATER_SCHED_NO_NODE || better(&c.p, &best))
+            best = c.p;
+    }
+    if (best.node == CRATER_SCHED_NO_NODE)
+        return unschedulable(s, r, err, 1);
+    *out = best;
+    return 0;
+}
+
+int crater_sched_place_bruteforce(crater_sched_t *s,
+                                  const crater_request_t *r,
+                                  crater_placement_t *out,
+                                  crater_error_t *err)
+{
+    crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
+    struct sched_ctx c;
+
+    for (uint32_t n = 0; n < s->n; n++) {
+        if (sched__eval(s, n, r, &c) < 0)
+            continue;
+        if (best.node == CRATER_SCHED_NO_NODE || better(&c.p, &best))
+            best = c.p;
+    }
+    if (best.node == CRATER_SCHED_NO_NODE)
+        return unschedulable(s, r, err, 0);
+    *out = best;
+    return 0;
+}
+
+/* ---- requests
+ * ------------------------------------------------------------------ */
+
+static int model_mask(const crater_sched_t *s,
+                      char *const *models,
+                      uint64_t *mask)
+{
+    char want[64];
+
+    *mask = 0;
+    for (size_t i = 0; models && models[i]; i++) {
+        crater_kb_normalize(models[i], want, sizeof(want));
+        for (uint32_t m = 0; m < s->nmodels; m++)
+            if (strcmp(s->models[m].key, want) == 0)
+                *mask |= 1ull << m;
+    }
+    if (models && models[0] && !*mask)
+        *mask = 1ull << 63; /* none of the allowed models is in the cluster */
+    return 0;
+}
+
+int crater_request_from_spec(const crater_sched_t *s,
+                             const crater_jobspec_t *spec,
+                             crater_request_t *r,
+                             crater_error_t *err)
+{
+    const crater_resources_t *res = &spec->resources;
+
+    (void)err;
+    memset(r, 0, sizeof(*r));
+    r->gpus = res->gpu.count;
+    r->slice_mib = (uint32_t)crater_bytes_to_mib_ceil(res->gpu.memory_bytes);
+    r->cpu_milli = res->cpu_milli;
+    r->mem_bytes = res->memory_bytes;
+    r->disk_iops = res->disk.iops;
+    r->disk_bw = res->disk.bandwidth;
+    r->disk_iface = res->disk.iface;
+    r->disk_max_latency_us = res->disk.max_latency_us;
+    model_mask(s, res->gpu.models, &r->model_mask);
+    r->vendor = res->gpu.vendor;
+    r->min_sm = res->gpu.min_sm_count;
+    r->min_cc = res->gpu.min_compute_cap;
+    r->min_hbm_bw = res->gpu.min_hbm_bandwidth;
+    r->nvlink = res->gpu.nvlink;
+    r->numa = spec->numa;
+    r->priority = spec->priority;
+    r->preemptible = spec->preemptible;
+    r->prefer_low_util =
+        spec->inference.enabled && spec->inference.warm_pool_size > 0;
+    r->spec = spec;
+    return 0;
+}

@@ -1,0 +1,333 @@
+/* test_sched.c - the scheduling core: GPU slice accounting boundaries,
+ * whole GPUs, overcommit against the measured watermark, topology, NUMA,
+ * thresholds, commit/release as exact inverses, the fast path against the
+ * brute-force scan on random clusters, and explanations. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crater/hwfile.h"
+#include "crater/sched.h"
+
+#define EX(f) CRATER_SOURCE_DIR "/examples/hardware/" f
+
+static crater_kb_t *kb;
+static crater_config_t cfg;
+
+static void setup(void)
+{
+    kb = crater_kb_create();
+    ck_assert_int_eq(crater_config_defaults(&cfg), 0);
+}
+
+static void teardown(void)
+{
+    crater_config_clear(&cfg);
+    crater_kb_destroy(kb);
+}
+
+static crater_sched_t *load(const char *path)
+{
+    crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
+    crater_cluster_t *cl = NULL;
+    crater_error_t err;
+
+    ck_assert_msg(crater_hw_load(path, kb, &cl, &err) == 0, "%s", err.text);
+    for (size_t i = 0; i < cl->nnodes; i++)
+        ck_assert_msg(crater_sched_add_node(s, &cl->nodes[i], &err) >= 0,
+                      "%s",
+                      err.text);
+    crater_cluster_destroy(cl);
+    return s;
+}
+
+static crater_request_t req_slice(uint32_t gpus, uint32_t mib)
+{
+    crater_request_t r = {.gpus = gpus,
+                          .slice_mib = mib,
+                          .cpu_milli = 1000,
+                          .mem_bytes = 1ull << 30,
+                          .numa = CRATER_NUMA_PREFERRED};
+    return r;
+}
+
+/* Place with both paths, check they agree, commit under task id. */
+static int place_commit(crater_sched_t *s,
+                        const crater_request_t *r,
+                        uint64_t task,
+                        crater_placement_t *out)
+{
+    crater_placement_t a, b;
+    crater_error_t e1, e2;
+    int ra = crater_sched_place(s, r, &a, &e1);
+    int rb = crater_sched_place_bruteforce(s, r, &b, &e2);
+
+    ck_assert_int_eq(ra, rb);
+    if (ra < 0) {
+        ck_assert_str_eq(e1.text, e2.text);
+        return -1;
+    }
+    ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+    ck_assert_int_eq(crater_sched_commit(s, task, r, &a, &e1), 0);
+    if (out)
+        *out = a;
+    return 0;
+}
+
+/* a2-a100: one node, 2 x A100 80GB PCIe (81920 MiB each). */
+START_TEST(slice_accounting_boundaries)
+{
+    crater_sched_t *s;
+    crater_placement_t p;
+    crater_request_t fill = req_slice(1, 81920 - 300),
+                     over = req_slice(1, 81920 - 299), one = req_slice(1, 1);
+
+    cfg.scheduler.gpu_context_overhead = 300ull << 20;
+    s = load(EX("a2-a100.yaml"));
+    /* slice + context overhead exactly fills a GPU; one MiB more fits
+     * nowhere */
+    ck_assert_int_eq(place_commit(s, &over, 1, &p), -1);
+    ck_assert_int_eq(place_commit(s, &fill, 1, &p), 0);
+    ck_assert_uint_eq(p.gpu_mib[0], 81920);
+    ck_assert_int_eq(place_commit(s, &one, 2, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 1); /* GPU 0 is exactly full */
+    ck_assert_uint_eq(p.gpu_mib[0], 301);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(max_tasks_per_gpu)
+{
+    crater_sched_t *s;
+    crater_request_t r = req_slice(1, 1000);
+    crater_placement_t p;
+    crater_error_t err;
+
+    cfg.scheduler.max_tasks_per_gpu = 8;
+    s = load(EX("a2-a100.yaml"));
+    for (uint64_t t = 1; t <= 16; t++) { /* best fit: GPU 0 first */
+        ck_assert_int_eq(place_commit(s, &r, t, &p), 0);
+        ck_assert_uint_eq(p.gpu[0], t <= 8 ? 0 : 1);
+    }
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
+    ck_assert_str_eq(err.text,
+                     "0/1 nodes fit: 1 insufficient GPU memory "
+                     "(need 1300 MiB, best 0 MiB on gpu-a100-0)");
+    ck_assert_int_eq(crater_sched_release(s, 3, &err), 0);
+    ck_assert_int_eq(place_commit(s, &r, 17, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(whole_gpu_needs_a_free_gpu)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t slice = req_slice(1, 100), whole = req_slice(1, 0);
+    crater_placement_t p;
+    crater_error_t err;
+
+    ck_assert_int_eq(place_commit(s, &slice, 1, &p), 0);
+    ck_assert_int_eq(place_commit(s, &whole, 2, &p), 0);
+    ck_assert(p.whole);
+    ck_assert_uint_eq(p.gpu[0], 1); /* GPU 0 holds the slice */
+    ck_assert_uint_eq(p.gpu_mib[0], 81920);
+    ck_assert_int_eq(crater_sched_place(s, &whole, &p, &err), -1);
+    ck_assert_str_eq(err.text,
+                     "0/1 nodes fit: 1 not enough free GPUs "
+                     "(need 1, best 0 on gpu-a100-0)");
+    /* nothing may join a GPU held whole */
+    ck_assert_int_eq(crater_sched_release(s, 1, &err), 0);
+    ck_assert_int_eq(place_commit(s, &slice, 3, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(overcommit_bounded_by_measured_watermark)
+{
+    crater_sched_t *s;
+    crater_request_t r = req_slice(1, 40000), whole = req_slice(1, 0);
+    crater_node_util_t u = {0};
+    crater_placement_t p;
+    crater_error_t err;
+
+    cfg.scheduler.gpu_context_overhead = 0;
+    cfg.scheduler.overcommit_ratio = 1.5;
+    cfg.scheduler.safety_watermark = 0.9;
+    s = load(EX("a2-a100.yaml"));
+    ck_assert_int_eq(place_commit(s, &whole, 100, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 0); /* slices below all land on GPU 1 */
+    ck_assert_int_eq(place_commit(s, &r, 1, &p), 0);
+    ck_assert_int_eq(place_commit(s, &r, 2, &p), 0); /* 80000 MiB */
+    /* 120000 MiB > 81920 physical but <= 1.5x: admitted while measured
+     * use + slice <= 0.9 * 81920 = 73728 MiB */
+    u.gpu_used_mib[1] = 33729;
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_int_eq(place_commit(s, &r, 3, &p), -1);
+    u.gpu_used_mib[1] = 33728;
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_int_eq(place_commit(s, &r, 3, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 1);
+    /* past 1.5x never, whatever the measurement says */
+    u.gpu_used_mib[1] = 0;
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
+    ck_assert_str_eq(err.text,
+                     "0/1 nodes fit: 1 insufficient GPU memory "
+                     "(need 40000 MiB, best 2880 MiB on "
+                     "gpu-a100-0)");
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(cpu_threshold_blocks_gpu_job)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t r = req_slice(1, 0);
+    crater_node_util_t u = {.cpu = 0.85};
+    crater_placement_t p;
+    crater_error_t err;
+
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
+    ck_assert_str_eq(err.text,
+                     "0/1 nodes fit: 1 cpuThreshold exceeded "
+                     "(limit 80%, best 85% on gpu-a100-0)");
+    u.cpu = 0.8; /* at the threshold still takes work */
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), 0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* h100x8: GPUs 0-3 on NUMA 0 (switches {0,1} {2,3}), 4-7 on NUMA 1. */
+START_TEST(topology_keeps_jobs_on_one_switch)
+{
+    crater_sched_t *s = load(EX("h100x8.yaml"));
+    crater_request_t two = req_slice(2, 0), four = req_slice(4, 0);
+    crater_placement_t p;
+
+    ck_assert_int_eq(place_commit(s, &two, 1, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 0);
+    ck_assert_uint_eq(p.gpu[1], 1);
+    ck_assert_int_eq(p.numa, 0);
+    ck_assert_uint_eq(p.numa_cpu[0], 1000);
+    /* four whole GPUs: no switch has 4 free; NUMA 1 has exactly 4 */
+    ck_assert_int_eq(place_commit(s, &four, 2, &p), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(p.gpu[i], 4 + i);
+    ck_assert_int_eq(p.numa, 1);
+    ck_assert_int_eq(place_commit(s, &two, 3, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 2);
+    ck_assert_uint_eq(p.gpu[1], 3);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(numa_strict_needs_cpu_next_to_gpus)
+{
+    crater_sched_t *s = load(EX("h100x8.yaml"));
+    crater_request_t hog = {.cpu_milli = 112000,
+                            .mem_bytes = 1ull << 30,
+                            .numa = CRATER_NUMA_STRICT};
+    crater_request_t r = req_slice(4, 0);
+    crater_placement_t p;
+
+    ck_assert_int_eq(place_commit(s, &hog, 1, &p), 0); /* fills one NUMA */
+    ck_assert_int_ne(p.numa, -1);
+    r.numa = CRATER_NUMA_STRICT;
+    r.cpu_milli = 16000;
+    ck_assert_int_eq(place_commit(s, &r, 2, &p), 0);
+    ck_assert_int_eq(p.numa, hog.numa == 0 ? 1 : 1 - 0);
+    for (uint32_t i = 0; i < p.ngpus; i++)
+        ck_assert_uint_eq(p.gpu[i] / 4, (uint32_t)p.numa);
+    ck_assert_uint_eq(p.numa_cpu[p.numa], 16000);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* Random commits and releases return the state exactly; and the fast
+ * path agrees with brute force at every step. */
+START_TEST(random_commit_release_inverse_and_differential)
+{
+    crater_sched_t *s = load(EX("cluster.yaml"));
+    crater_placement_t before, after;
+    crater_error_t err;
+    uint64_t live[256];
+    int nlive = 0;
+    unsigned seed = 7;
+    crater_request_t probe = req_slice(1, 10000);
+
+    ck_assert_int_eq(crater_sched_place(s, &probe, &before, &err), 0);
+    for (int step = 0; step < 2000; step++) {
+        int op = rand_r(&seed) % 3;
+        if (op < 2 && nlive < 256) {
+            crater_request_t r =
+                req_slice((uint32_t)(rand_r(&seed) % 3),
+                          (uint32_t)(rand_r(&seed) % 3) * 12000);
+            r.cpu_milli = (uint64_t)(rand_r(&seed) % 16) * 1000;
+            r.numa = (crater_numa_policy_t)(rand_r(&seed) % 3);
+            if (place_commit(s, &r, (uint64_t)step + 1, NULL) == 0)
+                live[nlive++] = (uint64_t)step + 1;
+        } else if (nlive) {
+            int k = rand_r(&seed) % nlive;
+            ck_assert_int_eq(crater_sched_release(s, live[k], &err), 0);
+            live[k] = live[--nlive];
+        }
+    }
+    while (nlive)
+        ck_assert_int_eq(crater_sched_release(s, live[--nlive], &err), 0);
+    ck_assert_int_eq(crater_sched_place(s, &probe, &after, &err), 0);
+    ck_assert_int_eq(memcmp(&before, &after, sizeof(before)), 0);
+    ck_assert_int_eq(crater_sched_release(s, 1, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_ENOENT);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(capability_constraints_explained)
+{
+    crater_sched_t *s = load(EX("cluster.yaml"));
+    crater_request_t r = req_slice(1, 0);
+    crater_placement_t p;
+    crater_error_t err;
+
+    r.min_cc = 90; /* only the H100 node */
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), 0);
+    ck_assert_str_eq(crater_sched_node(s, p.node)->name, "h100");
+    r.gpus = 9;
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
+    ck_assert_str_eq(err.text,
+                     "0/7 nodes fit: 5 no GPU meets the model/capability "
+                     "constraints (need 9, best 8 on h100), 2 untolerated "
+                     "taint");
+    crater_sched_destroy(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("sched");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, slice_accounting_boundaries);
+    tcase_add_test(tc, max_tasks_per_gpu);
+    tcase_add_test(tc, whole_gpu_needs_a_free_gpu);
+    tcase_add_test(tc, overcommit_bounded_by_measured_watermark);
+    tcase_add_test(tc, cpu_threshold_blocks_gpu_job);
+    tcase_add_test(tc, topology_keeps_jobs_on_one_switch);
+    tcase_add_test(tc, numa_strict_needs_cpu_next_to_gpus);
+    tcase_add_test(tc, random_commit_release_inverse_and_differential);
+    tcase_add_test(tc, capability_constraints_explained);
+    suite_add_tcase(su, tc);
+    sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
