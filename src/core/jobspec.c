@@ -23,6 +23,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crater/queue.h"
+
 #define DEFAULT_TENANT "default"
 #define DEFAULT_GRACE_MS 30000
 
@@ -667,11 +669,28 @@ static int check_kb(const crater_gpu_req_t *g,
     return rc;
 }
 
+/* priorityClass must name one of the classes the queue orders by. */
+static int check_priority_class(const crater_jobspec_t *spec,
+                                crater_error_t *err)
+{
+    int32_t v;
+
+    if (!spec->priority_class
+        || crater_priority_class_value(spec->priority_class, &v) == 0)
+        return 0;
+    return crater_errorf_field(err,
+                               CRATER_EINVAL,
+                               "priorityClass",
+                               "priorityClass: unknown class '%s' (one of: %s)",
+                               spec->priority_class,
+                               crater_priority_class_list());
+}
+
 int crater_jobspec_validate(const crater_jobspec_t *spec,
                             const crater_kb_t *kb,
                             crater_error_t *err)
 {
-    if (check_replicas(spec, err) < 0
+    if (check_priority_class(spec, err) < 0 || check_replicas(spec, err) < 0
         || check_gpu(&spec->resources.gpu, err) < 0
         || check_inference(spec, err) < 0
         || check_checkpoint(&spec->checkpoint, err) < 0

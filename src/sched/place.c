@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "crater/queue.h"
 #include "crater/units.h"
 #include "sched/explain.h"
 #include "sched/internal.h"
@@ -159,8 +160,14 @@ int crater_request_from_spec(const crater_sched_t *s,
                              crater_error_t *err)
 {
     const crater_resources_t *res = &spec->resources;
+    int32_t prio;
 
-    (void)err;
+    if (crater_effective_priority(spec->priority_class,
+                                  spec->priority,
+                                  &prio,
+                                  err)
+        < 0)
+        return -1;
     memset(r, 0, sizeof(*r));
     r->gpus = res->gpu.count;
     r->slice_mib = (uint32_t)crater_bytes_to_mib_ceil(res->gpu.memory_bytes);
@@ -177,7 +184,7 @@ int crater_request_from_spec(const crater_sched_t *s,
     r->min_hbm_bw = res->gpu.min_hbm_bandwidth;
     r->nvlink = res->gpu.nvlink;
     r->numa = spec->numa;
-    r->priority = spec->priority;
+    r->priority = prio;
     r->preemptible = spec->preemptible;
     r->prefer_low_util =
         spec->inference.enabled && spec->inference.warm_pool_size > 0;
