@@ -32,6 +32,7 @@
 #ifndef CRATER_SCHED_H
 #define CRATER_SCHED_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -132,6 +133,9 @@ int crater_sched_add_node(crater_sched_t *s,
                           crater_error_t *err);
 uint32_t crater_sched_node_count(const crater_sched_t *s);
 const crater_node_t *crater_sched_node(const crater_sched_t *s, uint32_t id);
+/* Live equivalence classes (index.c): the distinct (node type, state)
+ * groups a decision may have to evaluate. For benchmarks and metrics. */
+uint32_t crater_sched_class_count(const crater_sched_t *s);
 /* Node by name; CRATER_SCHED_NO_NODE when unknown. */
 uint32_t crater_sched_find_node(const crater_sched_t *s, const char *name);
 
@@ -172,5 +176,70 @@ int crater_sched_commit(crater_sched_t *s,
                         crater_error_t *err);
 /* Return task's charges exactly; -1 with CRATER_ENOENT if unknown. */
 int crater_sched_release(crater_sched_t *s, uint64_t task, crater_error_t *err);
+
+/* ---- preemption, gangs, explanations ------------------------------------ */
+
+#define CRATER_PREEMPT_MAX_VICTIMS 32
+
+/* Record that task wrote a checkpoint at time ms (the env clock's scale):
+ * work done before it is not lost when the task is preempted. -1 if the
+ * task is unknown (like crater_sched_set_ready, no error text). */
+int crater_sched_set_task_checkpoint(crater_sched_t *s,
+                                     uint64_t task,
+                                     uint64_t ms);
+
+/* A preemption plan: release victims[0..nvictims-1], then placement fits.
+ * Cost, compared lexicographically: max_priority (highest victim
+ * priority), then lost_ms (sum over victims of now - max(start, last
+ * checkpoint)), then nvictims. */
+typedef struct crater_preempt_plan {
+    crater_placement_t placement; /* where req goes once victims are gone */
+    uint32_t nvictims;            /* 0: req fits without preemption */
+    uint64_t victims[CRATER_PREEMPT_MAX_VICTIMS]; /* task ids, ascending */
+    int32_t max_priority; /* highest victim priority; INT32_MIN if none */
+    uint64_t lost_ms;
+} crater_preempt_plan_t;
+
+/* Find the cheapest set of running preemptible tasks with a priority
+ * below req->priority, all on one node, whose release makes req fit
+ * there; ties go to the lowest node id. Never picks a non-preemptible
+ * task. Does not execute the plan: the cluster state is unchanged on
+ * return (the planner releases and re-commits candidates internally,
+ * which are exact inverses). When req fits already the plan has no
+ * victims and the placement crater_sched_place() would return. -1 with
+ * CRATER_EUNSCHED when no plan exists (CRATER_ENOMEM on allocation
+ * failure). plan is caller-owned and written only on success. */
+int crater_sched_plan_preemption(crater_sched_t *s,
+                                 const crater_request_t *req,
+                                 crater_preempt_plan_t *plan,
+                                 crater_error_t *err);
+
+/* Place replicas copies of req all together or not at all. Replica i is
+ * placed with crater_sched_place() and COMMITTED under task id
+ * first_task + i, so later replicas see the earlier ones; out[] (replicas
+ * entries, caller-owned) receives the placements. On success the replicas
+ * stay committed (release them with crater_sched_release()). On failure
+ * every replica committed so far is released, the state is as before,
+ * and -1 is returned: CRATER_EUNSCHED naming the replica that did not
+ * fit and why, or the commit's error (e.g. CRATER_EEXIST for a task id
+ * in use), or CRATER_EINVAL for replicas == 0 or task ids that would
+ * wrap or include 0. */
+int crater_sched_place_gang(crater_sched_t *s,
+                            const crater_request_t *req,
+                            uint32_t replicas,
+                            uint64_t first_task,
+                            crater_placement_t *out,
+                            crater_error_t *err);
+
+/* Why req fits or does not fit, as JSON: {"nodes": N, "fit": F,
+ * "reasons": [{"reason", "nodes", "need", "have", "unit",
+ * "closest_node"}...], "message": text}. Reasons cover the nodes that
+ * were ruled out (also when req fits elsewhere), most frequent first;
+ * need/have/unit appear only for reasons with a quantity (unit is one of
+ * "MiB", "millicores", "bytes", "percent", "count"). message is the
+ * full text that crater_sched_place() puts in err.text when nothing fits
+ * (err.text cuts it with "..." past 159 characters). Changes nothing.
+ * Caller must json_decref() the result; NULL on ENOMEM. */
+json_t *crater_sched_explain(crater_sched_t *s, const crater_request_t *req);
 
 #endif /* CRATER_SCHED_H */

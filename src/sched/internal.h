@@ -86,6 +86,7 @@ struct task {
     int32_t priority;
     bool preemptible;
     uint64_t start_ms;
+    uint64_t ckpt_ms; /* last checkpoint; 0 = none (preempt.c) */
     crater_placement_t p;
 };
 

@@ -1,0 +1,228 @@
+/* test_gang.c - gang placement: all replicas or none. A gang that fits
+ * stays committed under consecutive task ids; one that does not fit
+ * leaves the state exactly as it was (probe placements before and after,
+ * fast path and brute force) and names the replica that failed. */
+#include <check.h>
+#include <string.h>
+
+#include "crater/hwfile.h"
+#include "crater/sched.h"
+
+#define EX(f) CRATER_SOURCE_DIR "/examples/hardware/" f
+
+static crater_kb_t *kb;
+static crater_config_t cfg;
+
+static void setup(void)
+{
+    kb = crater_kb_create();
+    ck_assert_int_eq(crater_config_defaults(&cfg), 0);
+}
+
+static void teardown(void)
+{
+    crater_config_clear(&cfg);
+    crater_kb_destroy(kb);
+}
+
+static crater_sched_t *load(const char *path)
+{
+    crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
+    crater_cluster_t *cl = NULL;
+    crater_error_t err;
+
+    ck_assert_msg(crater_hw_load(path, kb, &cl, &err) == 0, "%s", err.text);
+    for (size_t i = 0; i < cl->nnodes; i++)
+        ck_assert_msg(crater_sched_add_node(s, &cl->nodes[i], &err) >= 0,
+                      "%s",
+                      err.text);
+    crater_cluster_destroy(cl);
+    return s;
+}
+
+static crater_request_t req(uint32_t gpus, uint32_t mib)
+{
+    crater_request_t r = {.gpus = gpus,
+                          .slice_mib = mib,
+                          .cpu_milli = 1000,
+                          .mem_bytes = 1ull << 30,
+                          .numa = CRATER_NUMA_PREFERRED};
+    return r;
+}
+
+/* Probe placements by both paths; they must agree with each other. */
+static void probe(crater_sched_t *s, crater_placement_t out[3])
+{
+    crater_request_t pr[3] = {req(1, 0), req(1, 7000), req(0, 0)};
+    crater_placement_t b;
+    crater_error_t err;
+
+    for (int i = 0; i < 3; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        memset(&b, 0, sizeof(b));
+        if (crater_sched_place(s, &pr[i], &out[i], &err) < 0)
+            out[i].node = CRATER_SCHED_NO_NODE;
+        if (crater_sched_place_bruteforce(s, &pr[i], &b, &err) < 0)
+            b.node = CRATER_SCHED_NO_NODE;
+        ck_assert_int_eq(memcmp(&out[i], &b, sizeof(b)), 0);
+    }
+}
+
+/* a2-a100 has two GPUs: a gang of two whole-GPU replicas fits and stays
+ * committed; a third replica fails the whole gang of three. */
+START_TEST(gang_fits_and_stays_committed)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t r = req(1, 0);
+    crater_placement_t out[2], p;
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 2, 10, out, &err), 0);
+    ck_assert_uint_eq(out[0].gpu[0], 0);
+    ck_assert_uint_eq(out[1].gpu[0], 1);
+    ck_assert(out[0].whole && out[1].whole);
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
+    ck_assert_int_eq(crater_sched_release(s, 10, &err), 0);
+    ck_assert_int_eq(crater_sched_release(s, 11, &err), 0);
+    ck_assert_int_eq(crater_sched_release(s, 12, &err), -1);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(gang_all_or_nothing)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t r = req(1, 0), slice = req(1, 30000);
+    crater_placement_t before[3], after[3], out[3];
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_sched_commit(s,
+                                         1,
+                                         &slice,
+                                         &(crater_placement_t){.node = 0,
+                                                               .ngpus = 1,
+                                                               .gpu = {1},
+                                                               .gpu_mib =
+                                                                   {30000},
+                                                               .numa = -1,
+                                                               .storage = -1},
+                                         &err),
+                     0);
+    probe(s, before);
+    /* GPU 0 is free, GPU 1 holds a slice: replica 2 finds no free GPU */
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 3, 20, out, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
+    ck_assert_str_eq(err.text,
+                     "gang replica 2 of 3 (task 21) does not fit: 0/1 "
+                     "nodes fit: 1 not enough free GPUs (need 1, best 0 "
+                     "on gpu-a100-0)");
+    probe(s, after);
+    ck_assert_int_eq(memcmp(before, after, sizeof(before)), 0);
+    ck_assert_int_eq(crater_sched_release(s, 20, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_ENOENT);
+    /* after the failed gang a single replica still gets GPU 0 */
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 1, 20, out, &err), 0);
+    ck_assert_uint_eq(out[0].gpu[0], 0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* A slice gang: replicas of 30000 MiB, two per 80 GB GPU. Four fit; the
+ * fifth does not, and the four before it are released again. */
+START_TEST(gang_of_slices_rolls_back)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t r = req(1, 30000);
+    crater_placement_t before[3], after[3], out[5];
+    crater_error_t err;
+
+    probe(s, before);
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 5, 1, out, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
+    ck_assert_msg(strncmp(err.text,
+                          "gang replica 5 of 5 (task 5) does not "
+                          "fit: 0/1 nodes fit: 1 insufficient GPU memory",
+                          83)
+                      == 0,
+                  "%s",
+                  err.text);
+    for (uint64_t t = 1; t <= 5; t++)
+        ck_assert_int_eq(crater_sched_release(s, t, &err), -1);
+    probe(s, after);
+    ck_assert_int_eq(memcmp(before, after, sizeof(before)), 0);
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 4, 1, out, &err), 0);
+    ck_assert_uint_eq(out[0].gpu[0], out[1].gpu[0]);
+    ck_assert_uint_eq(out[2].gpu[0], out[3].gpu[0]);
+    ck_assert_uint_ne(out[0].gpu[0], out[2].gpu[0]);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* A task id already in use fails the commit of that replica; the ones
+ * before it are released and the error says why. */
+START_TEST(gang_commit_failure_rolls_back)
+{
+    crater_sched_t *s = load(EX("h100x8.yaml"));
+    crater_request_t r = req(2, 0);
+    crater_placement_t before[3], after[3], out[3], p;
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), 0);
+    ck_assert_int_eq(crater_sched_commit(s, 7, &r, &p, &err), 0);
+    probe(s, before);
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 3, 5, out, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EEXIST);
+    ck_assert_str_eq(err.text,
+                     "gang replica 3 of 3 (task 7) cannot be committed: "
+                     "task 7 already placed");
+    probe(s, after);
+    ck_assert_int_eq(memcmp(before, after, sizeof(before)), 0);
+    ck_assert_int_eq(crater_sched_release(s, 5, &err), -1);
+    ck_assert_int_eq(crater_sched_release(s, 6, &err), -1);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+START_TEST(gang_bad_arguments)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t r = req(1, 0);
+    crater_placement_t out[2];
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 0, 1, out, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EINVAL);
+    ck_assert_str_eq(err.text, "a gang needs at least one replica");
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 2, 0, out, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EINVAL);
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 2, UINT64_MAX, out, &err),
+                     -1);
+    ck_assert_str_eq(err.text,
+                     "task ids 18446744073709551615..+1 are not all valid "
+                     "(0 is reserved, ids must not wrap)");
+    ck_assert_int_eq(crater_sched_place_gang(s, &r, 1, UINT64_MAX, out, &err),
+                     0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("gang");
+    TCase *tc = tcase_create("gang");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, gang_fits_and_stays_committed);
+    tcase_add_test(tc, gang_all_or_nothing);
+    tcase_add_test(tc, gang_of_slices_rolls_back);
+    tcase_add_test(tc, gang_commit_failure_rolls_back);
+    tcase_add_test(tc, gang_bad_arguments);
+    suite_add_tcase(su, tc);
+    sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
