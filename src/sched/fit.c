@@ -6,8 +6,9 @@
  * any switch has enough free (the switch with the fewest free that still
  * suffices, so big switches stay big), else from one NUMA node, else
  * across. NVLink-required jobs need a clique of the NVLink graph; when the
- * topology-first choice is not one, a bounded search over the free GPUs
- * finds the first clique in index order.
+ * topology-first (or, for slices, best-fit) choice is not one, a bounded
+ * search over the free GPUs (the GPUs with room) finds the first clique in
+ * index order.
  *
  * Everything here is deterministic and depends only on the node's state
  * and the request, which the class index relies on.
@@ -204,16 +205,46 @@ static int whole_gpus(struct sched_ctx *c, uint64_t cand)
     return 0;
 }
 
+/* NVLink required and the best-fit GPUs are not a clique: the first
+ * clique, in index order, of the GPUs that can take the slice. */
+static int slice_clique(struct sched_ctx *c, uint64_t cand)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first, slice = c->req->slice_mib;
+    uint64_t ok = 0, set;
+
+    for (uint64_t m = cand; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        if (slice_charge(s, first + (uint32_t)i, slice))
+            ok |= 1ull << i;
+    }
+    if (!(set = find_clique(s, first, ok, 0, c->req->gpus)))
+        return fail(c,
+                    "no NVLink-connected set of GPUs with room",
+                    c->req->gpus,
+                    0,
+                    U_COUNT);
+    c->p.ngpus = 0;
+    for (uint64_t m = set; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        c->p.gpu[c->p.ngpus] = (uint8_t)i;
+        c->p.gpu_mib[c->p.ngpus++] =
+            slice_charge(s, first + (uint32_t)i, slice);
+    }
+    return 0;
+}
+
 /* Slices: the n feasible GPUs with the least room left, best first. */
 static int slice_gpus(struct sched_ctx *c, uint64_t cand)
 {
     const crater_sched_t *s = c->s;
-    uint32_t first = s->st[c->node].gpu_first, best_room = 0;
+    uint32_t first = s->st[c->node].gpu_first;
     uint64_t used = 0;
 
     for (uint32_t k = 0; k < c->req->gpus; k++) {
         int bi = -1;
-        uint32_t bleft = UINT32_MAX, bcharge = 0;
+        /* best_room: what the k-th GPU could offer, for explain */
+        uint32_t bleft = UINT32_MAX, bcharge = 0, best_room = 0;
         for (uint64_t m = cand & ~used; m; m &= m - 1) {
             int i = __builtin_ctzll(m);
             uint32_t g = first + (uint32_t)i;
@@ -238,11 +269,7 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
     }
     if (c->req->nvlink == CRATER_NVLINK_REQUIRED && c->req->gpus > 1
         && !is_clique(s, first, used))
-        return fail(c,
-                    "no NVLink-connected set of GPUs with room",
-                    c->req->gpus,
-                    0,
-                    U_COUNT);
+        return slice_clique(c, cand);
     return 0;
 }
 
@@ -311,6 +338,16 @@ static int best_numa(const struct node_dyn *d,
     return best;
 }
 
+/* The most free CPU on one NUMA node: what a strict job could have. */
+static uint64_t most_numa_cpu(const struct node_dyn *d, int nnuma)
+{
+    uint64_t most = 0;
+
+    for (int k = 0; k < nnuma; k++)
+        most = d->numa_cpu_free[k] > most ? d->numa_cpu_free[k] : most;
+    return most;
+}
+
 /* CPU and memory: pinned to one NUMA node when the policy asks and it
  * fits (strict: must), spread otherwise. */
 int sched__pick_cpu_mem(struct sched_ctx *c)
@@ -336,7 +373,7 @@ int sched__pick_cpu_mem(struct sched_ctx *c)
         return fail(c,
                     "no NUMA node has the CPU and memory next to its GPUs",
                     r->cpu_milli,
-                    0,
+                    most_numa_cpu(d, nnuma),
                     U_MILLI);
     c->p.numa = k;
     c->p.cpu_milli = r->cpu_milli;

@@ -216,8 +216,17 @@ static uint32_t static_blob(const crater_sched_t *s, uint32_t id, uint8_t *dst)
 
     st.type = st.gpu_first = st.dev_first = 0;
     off = put(dst, 0, &st, sizeof(st));
-    off = put(dst, off, &s->gs[s->st[id].gpu_first], st.ngpus * sizeof(*s->gs));
-    off = put(dst, off, &s->ds[s->st[id].dev_first], st.ndevs * sizeof(*s->ds));
+    /* a cluster without GPUs (or disks) has NULL arrays: no &NULL[0] */
+    if (st.ngpus)
+        off = put(dst,
+                  off,
+                  &s->gs[s->st[id].gpu_first],
+                  st.ngpus * sizeof(*s->gs));
+    if (st.ndevs)
+        off = put(dst,
+                  off,
+                  &s->ds[s->st[id].dev_first],
+                  st.ndevs * sizeof(*s->ds));
     for (size_t i = 0; i < n->nlabels; i++) {
         off = put_str(dst, off, n->labels[i].key);
         off = put_str(dst, off, n->labels[i].value);
@@ -241,8 +250,11 @@ static uint32_t class_blob(const crater_sched_t *s, uint32_t id, uint8_t *dst)
     uint32_t off = put(dst, 0, &st->type, sizeof(st->type));
 
     off = put(dst, off, &s->dyn[id], sizeof(s->dyn[id]));
-    off = put(dst, off, &s->gd[st->gpu_first], st->ngpus * sizeof(*s->gd));
-    return put(dst, off, &s->dd[st->dev_first], st->ndevs * sizeof(*s->dd));
+    if (st->ngpus)
+        off = put(dst, off, &s->gd[st->gpu_first], st->ngpus * sizeof(*s->gd));
+    if (st->ndevs)
+        off = put(dst, off, &s->dd[st->dev_first], st->ndevs * sizeof(*s->dd));
+    return off;
 }
 
 /* ---- types
@@ -498,6 +510,11 @@ int sched__reindex(crater_sched_t *s, uint32_t node)
         return -1;
     s->node_class[node] = id;
     return class_insert(s, id, node);
+}
+
+uint32_t crater_sched_class_count(const crater_sched_t *s)
+{
+    return s->nlive;
 }
 
 void sched__index_free(crater_sched_t *s)

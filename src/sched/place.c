@@ -144,7 +144,13 @@ static int model_mask(const crater_sched_t *s,
 
     *mask = 0;
     for (size_t i = 0; models && models[i]; i++) {
-        crater_kb_normalize(models[i], want, sizeof(want));
+        /* nodes carry kb keys: resolve aliases (NVML or trace names) */
+        const crater_kb_gpu_t *g =
+            s->kb ? crater_kb_gpu(s->kb, models[i]) : NULL;
+        if (g)
+            snprintf(want, sizeof(want), "%s", g->key);
+        else if (!crater_kb_normalize(models[i], want, sizeof(want)))
+            continue;
         for (uint32_t m = 0; m < s->nmodels; m++)
             if (strcmp(s->models[m].key, want) == 0)
                 *mask |= 1ull << m;
