@@ -3,6 +3,7 @@
  * thresholds, commit/release as exact inverses, the fast path against the
  * brute-force scan on random clusters, and explanations. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,6 +308,111 @@ START_TEST(capability_constraints_explained)
 }
 END_TEST
 
+/* A random node: 0-8 GPUs of one of three models with random memory,
+ * NUMA and switch layout, NVLink on some, 1-2 NUMA nodes, 0-2 disks. */
+static void random_node(crater_node_t *n, int id, unsigned *seed)
+{
+    static char *models[] = {"a100-sxm4-80gb", "t4", "h100-sxm5-80gb"};
+    static char names[64][16];
+    int nnuma = 1 + rand_r(seed) % 2, ngpus = rand_r(seed) % 9;
+    int model = rand_r(seed) % 3, nv = rand_r(seed) % 2;
+
+    memset(n, 0, sizeof(*n));
+    snprintf(names[id], sizeof(names[id]), "r%d", id);
+    n->name = names[id];
+    n->ncpus = n->nmems = (size_t)nnuma;
+    n->cpus = calloc((size_t)nnuma, sizeof(*n->cpus));
+    n->mems = calloc((size_t)nnuma, sizeof(*n->mems));
+    for (int k = 0; k < nnuma; k++) {
+        n->cpus[k].cores = (uint32_t)(8 + rand_r(seed) % 4 * 8);
+        n->cpus[k].numa_node = k;
+        n->mems[k].numa_node = k;
+        n->mems[k].capacity = (uint64_t)(16 + rand_r(seed) % 4 * 16) << 30;
+    }
+    n->ngpus = (size_t)ngpus;
+    n->gpus = calloc(9, sizeof(*n->gpus));
+    for (int i = 0; i < ngpus; i++) {
+        crater_gpu_t *g = &n->gpus[i];
+        g->model = models[model];
+        g->vendor = "nvidia";
+        g->memory_bytes = (uint64_t)(16 + model * 32) << 30;
+        g->compute_cap = model == 1 ? 75 : 80 + 10 * (model == 2);
+        g->sm_count = model == 1 ? 40 : 108;
+        g->numa_node = i * nnuma / (ngpus ? ngpus : 1);
+        g->upstream = rand_r(seed) % 2 ? "sw0" : "sw1";
+        g->nvlink_peers = nv ? ((1ull << ngpus) - 1) & ~(1ull << i) : 0;
+    }
+    n->nstorage = (size_t)(rand_r(seed) % 3);
+    n->storage = calloc(3, sizeof(*n->storage));
+    for (size_t i = 0; i < n->nstorage; i++) {
+        n->storage[i].iops = (uint64_t)(1 + rand_r(seed) % 4) * 100000;
+        n->storage[i].bandwidth = 2000000000ull;
+        n->storage[i].iface = CRATER_IFACE_NVME;
+        n->storage[i].latency_us = 80;
+    }
+}
+
+static void random_node_free(crater_node_t *n)
+{
+    free(n->cpus);
+    free(n->mems);
+    free(n->gpus);
+    free(n->storage);
+}
+
+static crater_request_t random_request(unsigned *seed)
+{
+    crater_request_t r =
+        req_slice((uint32_t)(rand_r(seed) % 4),
+                  rand_r(seed) % 2 ? 0
+                                   : (uint32_t)(1 + rand_r(seed) % 40) * 1024);
+    r.cpu_milli = (uint64_t)(rand_r(seed) % 12) * 1000;
+    r.mem_bytes = (uint64_t)(rand_r(seed) % 24) << 30;
+    r.numa = (crater_numa_policy_t)(rand_r(seed) % 3);
+    r.nvlink =
+        rand_r(seed) % 4 == 0 ? CRATER_NVLINK_REQUIRED : CRATER_NVLINK_ANY;
+    r.min_cc = rand_r(seed) % 5 == 0 ? 80 : 0;
+    r.disk_iops = rand_r(seed) % 4 == 0 ? 50000 : 0;
+    return r;
+}
+
+/* The fast path and the brute-force scan make the same decision (and the
+ * same explanation) at every step on random clusters, while tasks come
+ * and go and measurements change. */
+START_TEST(differential_random_clusters)
+{
+    for (unsigned cl = 0; cl < 20; cl++) {
+        unsigned seed = 1000 + cl;
+        crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
+        crater_error_t err;
+        uint64_t live[512];
+        int nlive = 0, nodes = 2 + rand_r(&seed) % 40;
+
+        for (int i = 0; i < nodes; i++) {
+            crater_node_t n;
+            random_node(&n, i, &seed);
+            ck_assert_int_ge(crater_sched_add_node(s, &n, &err), 0);
+            random_node_free(&n);
+        }
+        for (uint64_t t = 1; t <= 400; t++) {
+            crater_request_t r = random_request(&seed);
+            if (place_commit(s, &r, t, NULL) == 0 && nlive < 512)
+                live[nlive++] = t;
+            if (nlive && rand_r(&seed) % 3 == 0) {
+                int k = rand_r(&seed) % nlive;
+                ck_assert_int_eq(crater_sched_release(s, live[k], &err), 0);
+                live[k] = live[--nlive];
+            }
+            if (rand_r(&seed) % 25 == 0) {
+                crater_node_util_t u = {.cpu = (rand_r(&seed) % 10) / 10.0};
+                crater_sched_set_util(s, (uint32_t)(rand_r(&seed) % nodes), &u);
+            }
+        }
+        crater_sched_destroy(s);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sched");
@@ -324,6 +430,7 @@ int main(void)
     tcase_add_test(tc, numa_strict_needs_cpu_next_to_gpus);
     tcase_add_test(tc, random_commit_release_inverse_and_differential);
     tcase_add_test(tc, capability_constraints_explained);
+    tcase_add_test(tc, differential_random_clusters);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
