@@ -27,6 +27,7 @@ int cli_validate(int argc, char **argv);
 int cli_config(int argc, char **argv);
 int cli_kb(int argc, char **argv);
 int cli_version(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 
 /* "-o json|yaml|text" value to a format; -1 when unknown. */
 int cli_parse_format(const char *s);

@@ -18,6 +18,7 @@ static const struct cli_cmd commands[] = {
      "and configs"},
     {"config", cli_config, "print the configuration reference or defaults"},
     {"kb", cli_kb, "print the hardware knowledge base"},
+    {"bench", cli_bench, "benchmarks: bench sched (placement throughput)"},
     {"version", cli_version, "print the version"},
     {NULL, NULL, NULL},
 };
