@@ -106,6 +106,10 @@ int crater_dec_strv(crater_dec_t *d,
                     size_t maxlen,
                     char ***out,
                     size_t *n);
+/* A header field such as apiVersion or kind: v must be the string want.
+ * "'crater/v2' is not supported here (expected crater/v1)". */
+int crater_dec_literal(crater_dec_t *d, json_t *v, const char *want);
+
 /* The literal text of a scalar (number as written, or string). Borrowed. */
 const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf, size_t size);
 

@@ -410,6 +410,22 @@ int crater_dec_enum(
                            allowed);
 }
 
+int crater_dec_literal(crater_dec_t *d, json_t *v, const char *want)
+{
+    if (!json_is_string(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a string, got %s",
+                               crater_dec_typename(v));
+    if (strcmp(json_string_value(v), want) != 0)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%.40s' is not supported here (expected %s)",
+                               json_string_value(v),
+                               want);
+    return 0;
+}
+
 void crater_strv_free(char **v)
 {
     if (!v)

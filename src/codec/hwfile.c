@@ -1166,18 +1166,7 @@ static int n_count(crater_dec_t *d, json_t *v, void *obj)
 static int n_api(crater_dec_t *d, json_t *v, void *obj)
 {
     (void)obj;
-    if (!json_is_string(v))
-        return crater_dec_fail(d,
-                               CRATER_ETYPE,
-                               "expected a string, got %s",
-                               crater_dec_typename(v));
-    if (strcmp(json_string_value(v), "crater/v1") != 0)
-        return crater_dec_fail(d,
-                               CRATER_EINVAL,
-                               "unsupported apiVersion '%s' (expected "
-                               "crater/v1)",
-                               json_string_value(v));
-    return 0;
+    return crater_dec_literal(d, v, "crater/v1");
 }
 
 static int n_kind(crater_dec_t *d, json_t *v, void *obj)

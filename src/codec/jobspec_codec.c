@@ -885,34 +885,13 @@ static int f_after(crater_dec_t *d, json_t *v, void *obj)
 static int f_api_version(crater_dec_t *d, json_t *v, void *obj)
 {
     (void)obj;
-    if (!json_is_string(v))
-        return crater_dec_fail(d,
-                               CRATER_ETYPE,
-                               "expected a string, got %s",
-                               crater_dec_typename(v));
-    if (strcmp(json_string_value(v), "crater/v1") != 0)
-        return crater_dec_fail(d,
-                               CRATER_EINVAL,
-                               "unsupported version '%.40s' (expected "
-                               "crater/v1)",
-                               json_string_value(v));
-    return 0;
+    return crater_dec_literal(d, v, "crater/v1");
 }
 
 static int f_kind(crater_dec_t *d, json_t *v, void *obj)
 {
     (void)obj;
-    if (!json_is_string(v))
-        return crater_dec_fail(d,
-                               CRATER_ETYPE,
-                               "expected a string, got %s",
-                               crater_dec_typename(v));
-    if (strcmp(json_string_value(v), "Job") != 0)
-        return crater_dec_fail(d,
-                               CRATER_EINVAL,
-                               "expected Job, got '%.40s'",
-                               json_string_value(v));
-    return 0;
+    return crater_dec_literal(d, v, "Job");
 }
 
 static int f_name(crater_dec_t *d, json_t *v, void *obj)

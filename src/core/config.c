@@ -685,11 +685,7 @@ static int unknown_key(crater_dec_t *d, const char *key, const char *name)
  * (`kind: Config`, `apiVersion: crater/v1`); it is not stored. */
 static int dec_header(crater_dec_t *d, const char *key, json_t *v)
 {
-    static const char *const kinds[] = {"Config"};
-    static const char *const versions[] = {"crater/v1"};
-    int i;
-
-    return crater_dec_enum(d, v, *key == 'k' ? kinds : versions, 1, &i);
+    return crater_dec_literal(d, v, *key == 'k' ? "Config" : "crater/v1");
 }
 
 static int walk(crater_dec_t *d, size_t base, json_t *obj, crater_config_t *c);

@@ -255,20 +255,14 @@ struct pdec {
 
 static int dec_api_version(crater_dec_t *d, json_t *v, void *obj)
 {
-    static const char *const names[] = {"crater/v1"};
-    int i;
-
     (void)obj;
-    return crater_dec_enum(d, v, names, 1, &i);
+    return crater_dec_literal(d, v, "crater/v1");
 }
 
 static int dec_kind(crater_dec_t *d, json_t *v, void *obj)
 {
-    static const char *const names[] = {"Profile"};
-    int i;
-
     (void)obj;
-    return crater_dec_enum(d, v, names, 1, &i);
+    return crater_dec_literal(d, v, "Profile");
 }
 
 static int dec_name(crater_dec_t *d, json_t *v, void *obj)

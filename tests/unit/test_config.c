@@ -302,7 +302,8 @@ START_TEST(empty_and_null_sections)
     decode_ok("apiVersion: crater/v1\nkind: Config\n", &c);
     crater_config_clear(&c);
     ck_assert_str_eq(decode_bad("kind: Job\n", CRATER_EINVAL),
-                     "t.yaml:1:1: kind: 'Job' is not one of: Config");
+                     "t.yaml:1:1: kind: 'Job' is not supported here (expected "
+                     "Config)");
     decode_bad("scheduler:\n  kind: Config\n", CRATER_EFIELD);
 
     decode_ok("{}\n", &c);

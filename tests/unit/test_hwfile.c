@@ -656,7 +656,7 @@ static const struct bad_file bad_files[] = {
     {"bad-api-version.yaml",
      CRATER_EINVAL,
      "1:1: apiVersion",
-     "unsupported apiVersion 'crater/v2'"},
+     "'crater/v2' is not supported here (expected crater/v1)"},
 };
 
 START_TEST(bad_inputs)

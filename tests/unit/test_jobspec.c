@@ -768,11 +768,12 @@ START_TEST(test_names_and_enums)
                  "training, inference, model-loading, none");
     decode_fails("apiVersion: crater/v2",
                  CRATER_EINVAL,
-                 "t.yaml:1:1: apiVersion: unsupported version 'crater/v2' "
+                 "t.yaml:1:1: apiVersion: 'crater/v2' is not supported here "
                  "(expected crater/v1)");
     decode_fails("kind: Profile",
                  CRATER_EINVAL,
-                 "t.yaml:1:1: kind: expected Job, got 'Profile'");
+                 "t.yaml:1:1: kind: 'Profile' is not supported here (expected "
+                 "Job)");
     decode_fails("priority: 1000001",
                  CRATER_ERANGE,
                  "t.yaml:1:1: priority: 1000001 is out of range [-1000000, "

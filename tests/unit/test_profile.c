@@ -276,8 +276,8 @@ START_TEST(document_errors)
                               "training: {}\n"),
                      -1);
     ck_assert_str_eq(err.text,
-                     "p.yaml:1:1: kind: 'Job' is not one of: "
-                     "Profile");
+                     "p.yaml:1:1: kind: 'Job' is not supported here (expected "
+                     "Profile)");
     ck_assert_int_eq(add_text(reg, "kind: Profile\nname: x\nversion: 1\n"), -1);
     ck_assert_int_eq(err.errnum, CRATER_EMISSING);
     ck_assert_ptr_nonnull(strstr(err.text,
