@@ -85,6 +85,9 @@ int crater_dec_str(crater_dec_t *d, json_t *v, size_t maxlen, char **out);
 int crater_dec_bool(crater_dec_t *d, json_t *v, bool *out);
 int crater_dec_uint(
     crater_dec_t *d, json_t *v, uint64_t min, uint64_t max, uint64_t *out);
+/* crater_dec_uint into a uint32_t (max must fit). */
+int crater_dec_u32(
+    crater_dec_t *d, json_t *v, uint32_t min, uint32_t max, uint32_t *out);
 int crater_dec_int(
     crater_dec_t *d, json_t *v, int64_t min, int64_t max, int64_t *out);
 int crater_dec_double(

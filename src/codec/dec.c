@@ -317,6 +317,17 @@ int crater_dec_uint(
     return 0;
 }
 
+int crater_dec_u32(
+    crater_dec_t *d, json_t *v, uint32_t min, uint32_t max, uint32_t *out)
+{
+    uint64_t x;
+
+    if (crater_dec_uint(d, v, min, max, &x) < 0)
+        return -1;
+    *out = (uint32_t)x;
+    return 0;
+}
+
 int crater_dec_double(
     crater_dec_t *d, json_t *v, double min, double max, double *out)
 {

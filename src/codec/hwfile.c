@@ -65,17 +65,6 @@ static int qty(crater_dec_t *d, json_t *v, crater_dim_t dim, uint64_t *out)
     return 0;
 }
 
-static int dec_u32(
-    crater_dec_t *d, json_t *v, uint64_t min, uint64_t max, uint32_t *out)
-{
-    uint64_t x;
-
-    if (crater_dec_uint(d, v, min, max, &x) < 0)
-        return -1;
-    *out = (uint32_t)x;
-    return 0;
-}
-
 static int dec_numa(crater_dec_t *d, json_t *v, int64_t min, int *out)
 {
     int64_t x;
@@ -328,7 +317,7 @@ static int g_sm(crater_dec_t *d, json_t *v, void *obj)
     struct gent *e = obj;
 
     e->given |= G_SM;
-    return dec_u32(d, v, 1, 100000, &e->g->sm_count);
+    return crater_dec_u32(d, v, 1, 100000, &e->g->sm_count);
 }
 
 static int g_cc(crater_dec_t *d, json_t *v, void *obj)
@@ -609,7 +598,7 @@ static int c_cores(crater_dec_t *d, json_t *v, void *obj)
     struct cent *e = obj;
 
     e->given |= C_CORES;
-    return dec_u32(d, v, 1, 100000, &e->c->cores);
+    return crater_dec_u32(d, v, 1, 100000, &e->c->cores);
 }
 
 static int c_threads(crater_dec_t *d, json_t *v, void *obj)
@@ -617,7 +606,7 @@ static int c_threads(crater_dec_t *d, json_t *v, void *obj)
     struct cent *e = obj;
 
     e->given |= C_THREADS;
-    return dec_u32(d, v, 1, 400000, &e->c->threads);
+    return crater_dec_u32(d, v, 1, 400000, &e->c->threads);
 }
 
 static int c_numa(crater_dec_t *d, json_t *v, void *obj)
@@ -825,7 +814,7 @@ static int m_lat_ns(crater_dec_t *d, json_t *v, void *obj)
 
     if (spell(d, &e->given, M_LAT, &e->lat_key, "latency_ns") < 0)
         return -1;
-    return dec_u32(d, v, 0, UINT32_MAX, &e->m->latency_ns);
+    return crater_dec_u32(d, v, 0, UINT32_MAX, &e->m->latency_ns);
 }
 
 static const crater_dec_field_t mem_fields[] = {
@@ -952,12 +941,16 @@ static int s_lat_us(crater_dec_t *d, json_t *v, void *obj)
 
     if (spell(d, &e->given, M_LAT, &e->lat_key, "latency_us") < 0)
         return -1;
-    return dec_u32(d, v, 0, UINT32_MAX, &e->s->latency_us);
+    return crater_dec_u32(d, v, 0, UINT32_MAX, &e->s->latency_us);
 }
 
 static int s_qd(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d, v, 1, 1u << 24, &((struct sent *)obj)->s->queue_depth);
+    return crater_dec_u32(d,
+                          v,
+                          1,
+                          1u << 24,
+                          &((struct sent *)obj)->s->queue_depth);
 }
 
 static int s_rot(crater_dec_t *d, json_t *v, void *obj)

@@ -146,17 +146,6 @@ static int dec_scalar_text(crater_dec_t *d,
     return 0;
 }
 
-static int dec_u32(
-    crater_dec_t *d, json_t *v, uint32_t min, uint32_t max, uint32_t *out)
-{
-    uint64_t x;
-
-    if (crater_dec_uint(d, v, min, max, &x) < 0)
-        return -1;
-    *out = (uint32_t)x;
-    return 0;
-}
-
 /* Durations are parsed in ns and stored in ms, rounding up. */
 static int dec_ms(crater_dec_t *d, json_t *v, uint64_t *out)
 {
@@ -337,11 +326,11 @@ static json_t *format_rfc3339(int64_t ms)
 
 static int f_gpu_count(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d,
-                   v,
-                   0,
-                   CRATER_JOB_MAX_GPUS,
-                   &SPEC(obj)->resources.gpu.count);
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_JOB_MAX_GPUS,
+                          &SPEC(obj)->resources.gpu.count);
 }
 
 static int f_gpu_memory(crater_dec_t *d, json_t *v, void *obj)
@@ -381,7 +370,11 @@ static int f_gpu_vendor(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_gpu_min_sm(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d, v, 0, 1000000, &SPEC(obj)->resources.gpu.min_sm_count);
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          1000000,
+                          &SPEC(obj)->resources.gpu.min_sm_count);
 }
 
 static int f_gpu_min_cc(crater_dec_t *d, json_t *v, void *obj)
@@ -580,26 +573,26 @@ static int f_checkpoint(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_inf_port(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d, v, 1, 65535, &SPEC(obj)->inference.port);
+    return crater_dec_u32(d, v, 1, 65535, &SPEC(obj)->inference.port);
 }
 
 static int f_inf_min(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d,
-                   v,
-                   0,
-                   CRATER_JOB_MAX_REPLICAS,
-                   &SPEC(obj)->inference.min_replicas);
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_JOB_MAX_REPLICAS,
+                          &SPEC(obj)->inference.min_replicas);
 }
 
 static int f_inf_max(crater_dec_t *d, json_t *v, void *obj)
 {
     ((struct ctx *)obj)->max_set = true;
-    return dec_u32(d,
-                   v,
-                   1,
-                   CRATER_JOB_MAX_REPLICAS,
-                   &SPEC(obj)->inference.max_replicas);
+    return crater_dec_u32(d,
+                          v,
+                          1,
+                          CRATER_JOB_MAX_REPLICAS,
+                          &SPEC(obj)->inference.max_replicas);
 }
 
 static int f_inf_qps(crater_dec_t *d, json_t *v, void *obj)
@@ -613,16 +606,20 @@ static int f_inf_qps(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_inf_warm(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d,
-                   v,
-                   0,
-                   CRATER_JOB_MAX_REPLICAS,
-                   &SPEC(obj)->inference.warm_pool_size);
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_JOB_MAX_REPLICAS,
+                          &SPEC(obj)->inference.warm_pool_size);
 }
 
 static int f_inf_batch(crater_dec_t *d, json_t *v, void *obj)
 {
-    return dec_u32(d, v, 0, BATCH_MAX, &SPEC(obj)->inference.max_batch_size);
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          BATCH_MAX,
+                          &SPEC(obj)->inference.max_batch_size);
 }
 
 static int f_inf_timeout(crater_dec_t *d, json_t *v, void *obj)
@@ -1016,7 +1013,11 @@ static int f_profile(crater_dec_t *d, json_t *v, void *obj)
 static int f_replicas(crater_dec_t *d, json_t *v, void *obj)
 {
     ((struct ctx *)obj)->replicas_set = true;
-    return dec_u32(d, v, 0, CRATER_JOB_MAX_REPLICAS, &SPEC(obj)->replicas);
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_JOB_MAX_REPLICAS,
+                          &SPEC(obj)->replicas);
 }
 
 static int f_gang(crater_dec_t *d, json_t *v, void *obj)
