@@ -16,12 +16,13 @@ typedef enum crater_kind {
     CRATER_KIND_NODE,
     CRATER_KIND_CLUSTER,
     CRATER_KIND_CONFIG,
+    CRATER_KIND_JOBLIST, /* simulator input: jobs with submit times */
 } crater_kind_t;
 
 /* The kind of root. An explicit but unrecognised `kind` value yields
  * CRATER_KIND_UNKNOWN. */
 crater_kind_t crater_kind_of(const json_t *root);
-/* "Job", "Profile", "Node", "Cluster", "Config", "unknown". */
+/* "Job", "Profile", "Node", "Cluster", "Config", "JobList", "unknown". */
 const char *crater_kind_name(crater_kind_t kind);
 
 #endif /* CRATER_KIND_H */

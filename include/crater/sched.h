@@ -34,6 +34,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "crater/config.h"
@@ -155,7 +156,9 @@ int crater_request_from_spec(const crater_sched_t *s,
                              crater_error_t *err);
 
 /* Find the best placement. 0 on success; -1 with CRATER_EUNSCHED when
- * no node fits (see explain.h for why). Changes nothing. */
+ * no node fits (see explain.h for why). Changes nothing. err may be NULL:
+ * a failure then skips building the explanation (a second scan), for
+ * callers such as the simulator that only need the verdict. */
 int crater_sched_place(crater_sched_t *s,
                        const crater_request_t *req,
                        crater_placement_t *out,
@@ -241,5 +244,62 @@ int crater_sched_place_gang(crater_sched_t *s,
  * (err.text cuts it with "..." past 159 characters). Changes nothing.
  * Caller must json_decref() the result; NULL on ENOMEM. */
 json_t *crater_sched_explain(crater_sched_t *s, const crater_request_t *req);
+
+/* ---- policies ------------------------------------------------------------
+ *
+ * A policy decides how feasible nodes are ranked and, optionally, which
+ * GPUs a request takes inside a node; the filters (what fits) are the
+ * same for every policy. "crater" (the default) is the weighted plugin
+ * scores of src/sched/plugins and fit.c's GPU choice. The others are the
+ * baselines of the FGD paper (USENIX ATC'23), from their published
+ * descriptions: "random", "dotprod", "gpuclustering", "gpupacking",
+ * "bestfit", "fgd", and "k8s" (Kubernetes-default-like: whole GPUs only,
+ * least-allocated spreading). Ties go to the lowest node id (as in the
+ * paper's artifact), except for "random", which draws uniformly over the
+ * feasible nodes with env.random (the fast path weights each class of
+ * identical nodes by its size). All but "random" are deterministic and
+ * make the same decision in crater_sched_place() and
+ * crater_sched_place_bruteforce(). "crater" and "fgd" use the typical-task
+ * distribution set with crater_sched_set_typical(); without one, "crater"
+ * is the plugin scores alone. */
+
+/* Select a policy by name. -1 with CRATER_EINVAL naming the known ones.
+ * crater_sched_create() starts with cfg->scheduler.policy when it names a
+ * policy, else with "crater". */
+int crater_sched_set_policy(crater_sched_t *s,
+                            const char *name,
+                            crater_error_t *err);
+const char *crater_sched_policy(const crater_sched_t *s);
+/* NULL-terminated list of policy names, default first. */
+const char *const *crater_sched_policy_names(void);
+
+/* One "typical" task shape with its share of the workload: FGD measures
+ * fragmentation against these (the shapes making up 95% of the tasks). */
+typedef struct crater_typical {
+    uint64_t cpu_milli;
+    uint32_t gpus;       /* 0 = CPU-only */
+    uint32_t slice;      /* per-GPU share in GPU memory units; 0 = whole */
+    uint64_t model_mask; /* as crater_request_t; 0 = any */
+    double weight;       /* shares sum to 1 */
+} crater_typical_t;
+
+/* Copy the typical-task distribution (n may be 0 to clear). -1 on
+ * ENOMEM. */
+int crater_sched_set_typical(crater_sched_t *s,
+                             const crater_typical_t *t,
+                             size_t n,
+                             crater_error_t *err);
+/* Expected fragmentation of one node against the typical tasks, in GPU
+ * memory units (milli-GPUs in the FGD protocol). */
+double crater_sched_node_frag(const crater_sched_t *s, uint32_t node);
+
+/* Model mask for a list of model names (NULL-terminated; kb aliases
+ * resolve as in crater_request_from_spec). Bit 63 alone when none of them
+ * is in the cluster. */
+int crater_sched_model_mask(const crater_sched_t *s,
+                            char *const *models,
+                            uint64_t *mask);
+/* The sched's id of a model key, -1 when no node has it. */
+int crater_sched_model_id(const crater_sched_t *s, const char *key);
 
 #endif /* CRATER_SCHED_H */

@@ -28,6 +28,11 @@ int cli_config(int argc, char **argv);
 int cli_kb(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_sim(int argc, char **argv);
+
+/* sim replay / sim synthetic (sim_replay.c); argv[0] is the verb. */
+int cli_sim_replay(int argc, char **argv);
+int cli_sim_synthetic(int argc, char **argv);
 
 /* "-o json|yaml|text" value to a format; -1 when unknown. */
 int cli_parse_format(const char *s);

@@ -19,6 +19,7 @@ static const struct cli_cmd commands[] = {
     {"config", cli_config, "print the configuration reference or defaults"},
     {"kb", cli_kb, "print the hardware knowledge base"},
     {"bench", cli_bench, "benchmarks: bench sched (placement throughput)"},
+    {"sim", cli_sim, "simulate: sim openb|compare|replay|synthetic"},
     {"version", cli_version, "print the version"},
     {NULL, NULL, NULL},
 };

@@ -18,6 +18,7 @@
 #include "crater/jobspec.h"
 #include "crater/kind.h"
 #include "crater/profile.h"
+#include "crater/replay.h"
 
 struct vctx {
     crater_kb_t *kb;
@@ -174,6 +175,32 @@ static int do_config(struct vctx *c,
     return rc;
 }
 
+/* A simulator job list: every spec decoded as crater sim replay would. */
+static int do_joblist(struct vctx *c,
+                      const struct vdoc *v,
+                      crater_dec_t *d,
+                      json_t *root)
+{
+    crater_joblist_t *jl = NULL;
+    char what[64];
+
+    (void)root;
+    if (v->idx != 0)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "a JobList must be the file's only document");
+    if (crater_joblist_decode(v->doc, &jl, d->err) < 0)
+        return -1;
+    snprintf(what,
+             sizeof(what),
+             "%zu job%s",
+             crater_joblist_count(jl),
+             crater_joblist_count(jl) == 1 ? "" : "s");
+    report_ok(c, v, "JobList", what, NULL);
+    crater_joblist_destroy(jl);
+    return 0;
+}
+
 typedef int (*vfn)(struct vctx *,
                    const struct vdoc *,
                    crater_dec_t *,
@@ -191,6 +218,8 @@ static vfn handler(crater_kind_t kind)
         return do_hw;
     case CRATER_KIND_CONFIG:
         return do_config;
+    case CRATER_KIND_JOBLIST:
+        return do_joblist;
     default:
         return NULL;
     }
@@ -229,7 +258,7 @@ static void check_doc(struct vctx *c, const struct vdoc *v, int pass)
                         CRATER_EINVAL,
                         json_is_object(root) ? "unknown kind (Job, Profile, "
                                                "Node, Cluster, "
-                                               "Config)"
+                                               "Config, JobList)"
                                              : "a document must be a mapping");
         report_error(c, v, &err);
         return;

@@ -17,16 +17,17 @@ static const char *const kind_names[] = {
     [CRATER_KIND_NODE] = "Node",
     [CRATER_KIND_CLUSTER] = "Cluster",
     [CRATER_KIND_CONFIG] = "Config",
+    [CRATER_KIND_JOBLIST] = "JobList",
 };
 
 const char *crater_kind_name(crater_kind_t kind)
 {
-    return kind <= CRATER_KIND_CONFIG ? kind_names[kind] : "unknown";
+    return kind <= CRATER_KIND_JOBLIST ? kind_names[kind] : "unknown";
 }
 
 static crater_kind_t explicit_kind(const char *s)
 {
-    for (int k = CRATER_KIND_JOB; k <= CRATER_KIND_CONFIG; k++)
+    for (int k = CRATER_KIND_JOB; k <= CRATER_KIND_JOBLIST; k++)
         if (strcmp(s, kind_names[k]) == 0)
             return (crater_kind_t)k;
     return CRATER_KIND_UNKNOWN;

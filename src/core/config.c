@@ -33,6 +33,7 @@
 
 #include "crater/doc.h"
 #include "crater/kb.h"
+#include "crater/sched.h"
 #include "crater/units.h"
 
 typedef enum row_type {
@@ -76,6 +77,7 @@ static const char *const migration_names[] = {"conservative",
 static const char *const backend_names[] = {"sqlite", "etcd", NULL};
 
 static int check_listen(crater_dec_t *d, const void *field);
+static int check_policy(crater_dec_t *d, const void *field);
 static int check_urls(crater_dec_t *d, const void *field);
 
 /* Section names: mappings that group rows. */
@@ -133,7 +135,10 @@ static const row_t rows[] = {
  "Prefer the least utilised nodes instead of packing (spreads warm "
  "inference replicas)."},
 {"scheduler.policy", T_STRING, F(scheduler.policy), "crater", 0, 0, 0, NULL,
- NULL, "Name of the scheduling policy to run."},
+ check_policy, "Scheduling policy: crater (the plugin scores), or one of "
+ "the FGD paper's baselines for comparison (random, dotprod, "
+ "gpuclustering, gpupacking, bestfit, fgd) or k8s (Kubernetes-default-"
+ "like)."},
 {"scheduler.backfill", T_BOOL, F(scheduler.backfill), "true", 0, 0, 0, NULL,
  NULL, "Let small jobs start ahead of the queue head when they do not "
  "delay it."},
@@ -532,6 +537,32 @@ static int dec_row(crater_dec_t *d,
 
 /* HOST:PORT with a port in 1..65535 ("127.0.0.1:7480", "[::1]:7480",
  * ":7480" for every address). */
+/* scheduler.policy must name a policy the core implements. */
+static int check_policy(crater_dec_t *d, const void *field)
+{
+    const char *s = *(char *const *)field;
+    const char *const *names = crater_sched_policy_names();
+    char list[256] = "";
+    size_t len = 0;
+
+    for (size_t i = 0; names[i]; i++) {
+        if (strcmp(names[i], s) == 0)
+            return 0;
+        len += (size_t)snprintf(list + len,
+                                sizeof(list) - len,
+                                "%s%s",
+                                i ? ", " : "",
+                                names[i]);
+        if (len >= sizeof(list))
+            break;
+    }
+    return crater_dec_fail(d,
+                           CRATER_EINVAL,
+                           "unknown policy '%s' (one of: %s)",
+                           s,
+                           list);
+}
+
 static int check_listen(crater_dec_t *d, const void *field)
 {
     const char *s = *(char *const *)field, *colon = strrchr(s, ':');

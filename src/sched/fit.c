@@ -275,6 +275,15 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
 
 int sched__pick_gpus(struct sched_ctx *c, uint64_t cand)
 {
+    const sched_policy_ops_t *pol = c->s->policy;
+
+    if (pol && pol->pick_gpus)
+        return pol->pick_gpus(c, cand);
+    return sched__pick_gpus_default(c, cand);
+}
+
+int sched__pick_gpus_default(struct sched_ctx *c, uint64_t cand)
+{
     int rc;
 
     c->p.ngpus = 0;

@@ -164,6 +164,15 @@ struct crater_sched {
     uint32_t nccap;
     uint8_t *scratch; /* blob scratch buffer */
     uint32_t scratchcap;
+
+    /* policy.c */
+    const struct sched_policy_ops *policy; /* NULL: "crater" */
+    crater_typical_t *typical;             /* FGD's task distribution */
+    size_t ntypical;
+    /* per model: GPU demand of the typical tasks restricted to it (shared
+     * among the models they allow) over its share of the cluster's GPUs;
+     * computed by crater_sched_set_typical() */
+    double scarcity[CRATER_SCHED_MAX_MODELS];
 };
 
 /* index.c */
@@ -188,7 +197,8 @@ struct sched_ctx {
     /* failure detail for explain */
     const char *why; /* static reason text */
     uint64_t need, have;
-    int unit; /* enum sched_unit: how need/have print */
+    int unit;      /* enum sched_unit: how need/have print */
+    double pscore; /* set by a policy's pick_gpus for its score */
 };
 
 enum sched_unit {
@@ -229,5 +239,36 @@ int sched__pick_cpu_mem(struct sched_ctx *c);
 uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
                                  uint32_t node,
                                  int numa);
+
+/* Policies (policy.c): how feasible nodes rank and, optionally, which
+ * GPUs a request takes in a node. score NULL: the weighted plugin scores;
+ * pick_gpus NULL: fit.c (same contract as sched__pick_gpus). random_ties:
+ * equal scores are broken uniformly at random over nodes with env.random
+ * (place.c weights classes by their member count). */
+#define SCHED_POLICY_VERSION 1
+
+typedef struct sched_policy_ops {
+    int version;
+    const char *name;
+    double (*score)(const struct sched_ctx *c);
+    int (*pick_gpus)(struct sched_ctx *c, uint64_t cand);
+    bool random_ties;
+    bool uniform; /* every feasible node scores the same: place.c may
+                     draw nodes uniformly and take the first that fits */
+} sched_policy_ops_t;
+
+void sched__policy_init(crater_sched_t *s, const char *name);
+/* place.c: the weighted plugin scores (the "crater" ranking) */
+double sched__plugin_score(const struct sched_ctx *c);
+/* fit.c's GPU choice, without the policy override */
+int sched__pick_gpus_default(struct sched_ctx *c, uint64_t cand);
+/* policy_frag.c: node fragmentation with GPU free amounts left[] and free
+ * CPU cpu (the FGD definition) */
+double sched__frag(const crater_sched_t *s,
+                   uint32_t node,
+                   const uint32_t *left,
+                   uint64_t cpu);
+/* free GPU units per local GPU of node (0 for a GPU held whole) */
+void sched__gpu_left(const crater_sched_t *s, uint32_t node, uint32_t *left);
 
 #endif /* CRATER_SCHED_INTERNAL_H */

@@ -5,8 +5,10 @@
  * others are evaluated once through their lowest node id. The best score
  * wins; equal scores go to the lowest node id.
  * crater_sched_place_bruteforce() evaluates every node through the same
- * plugins. Both must return the same placement: tests and the benchmark
- * compare them decision by decision.
+ * plugins. The sched's policy (policy.c) gives the score; a policy with
+ * random_ties ("random") instead draws uniformly among the best nodes, a
+ * class counting as many draws as it has members. Both must return the same
+ * placement: tests and the benchmark compare them decision by decision.
  *
  * When nothing fits, both explain why by evaluating every node (the
  * bruteforce) or every class weighted by its size (the fast path): counts
@@ -35,7 +37,7 @@ static void ctx_init(struct sched_ctx *c,
     c->p.storage = -1;
 }
 
-static double score_of(const struct sched_ctx *c)
+double sched__plugin_score(const struct sched_ctx *c)
 {
     double total = 0;
 
@@ -57,7 +59,8 @@ int sched__eval(crater_sched_t *s,
     for (const sched_filter_ops_t *const *f = sched__filters; *f; f++)
         if ((*f)->filter(c) < 0)
             return -1;
-    c->p.score = score_of(c);
+    c->p.score = c->s->policy && c->s->policy->score ? c->s->policy->score(c)
+                                                     : sched__plugin_score(c);
     return 0;
 }
 
@@ -87,8 +90,60 @@ static int unschedulable(crater_sched_t *s,
 {
     struct sched_explain ex;
 
+    if (!err) /* the caller only needs the verdict: skip the second scan */
+        return -1;
     sched__explain_run(s, r, by_class, &ex);
     crater_errorf(err, CRATER_EUNSCHED, "%s", ex.text);
+    return -1;
+}
+
+/* Random tie-breaking (policies with random_ties): a weighted reservoir
+ * over equal-best candidates, each standing for n nodes, so that every
+ * node with the best score is equally likely. *seen counts nodes tied
+ * so far. Returns whether cand replaces best. */
+static int random_tie(crater_sched_t *s,
+                      const crater_placement_t *cand,
+                      const crater_placement_t *best,
+                      uint32_t n,
+                      uint64_t *seen)
+{
+    if (best->node == CRATER_SCHED_NO_NODE || cand->score > best->score) {
+        *seen = n;
+        return 1;
+    }
+    if (cand->score < best->score)
+        return 0;
+    *seen += n;
+    return s->env.random(s->env.arg) % *seen < n;
+}
+
+static int take(crater_sched_t *s,
+                const crater_placement_t *cand,
+                const crater_placement_t *best,
+                uint32_t n,
+                uint64_t *seen)
+{
+    if (s->policy && s->policy->random_ties)
+        return random_tie(s, cand, best, n, seen);
+    return best->node == CRATER_SCHED_NO_NODE || better(cand, best);
+}
+
+/* A uniform policy: rejection sampling (draw a node, keep it if it fits)
+ * is uniform over the feasible nodes; after 64 misses the weighted draw
+ * over classes below takes over, which is uniform too. */
+static int draw_uniform(crater_sched_t *s,
+                        const crater_request_t *r,
+                        crater_placement_t *out)
+{
+    struct sched_ctx c;
+
+    for (int t = 0; t < 64 && s->n; t++) {
+        uint32_t n = (uint32_t)(s->env.random(s->env.arg) % s->n);
+        if (sched__eval(s, n, r, &c) == 0) {
+            *out = c.p;
+            return 0;
+        }
+    }
     return -1;
 }
 
@@ -99,13 +154,20 @@ int crater_sched_place(crater_sched_t *s,
 {
     crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
     struct sched_ctx c;
+    uint64_t seen = 0;
+
+    if (s->policy && s->policy->uniform && draw_uniform(s, r, out) == 0)
+        return 0;
 
     for (uint32_t i = 0; i < s->nlive; i++) {
         const struct sclass *k = &s->classes[s->live[i]];
         if (!precheck(s, k, r) || sched__eval(s, k->members[0], r, &c) < 0)
             continue;
-        if (best.node == CRATER_SCHED_NO_NODE || better(&c.p, &best))
+        if (take(s, &c.p, &best, k->nmembers, &seen)) {
             best = c.p;
+            if (s->policy && s->policy->random_ties && k->nmembers > 1)
+                best.node = k->members[s->env.random(s->env.arg) % k->nmembers];
+        }
     }
     if (best.node == CRATER_SCHED_NO_NODE)
         return unschedulable(s, r, err, 1);
@@ -120,11 +182,12 @@ int crater_sched_place_bruteforce(crater_sched_t *s,
 {
     crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
     struct sched_ctx c;
+    uint64_t seen = 0;
 
     for (uint32_t n = 0; n < s->n; n++) {
         if (sched__eval(s, n, r, &c) < 0)
             continue;
-        if (best.node == CRATER_SCHED_NO_NODE || better(&c.p, &best))
+        if (take(s, &c.p, &best, 1, &seen))
             best = c.p;
     }
     if (best.node == CRATER_SCHED_NO_NODE)
@@ -158,6 +221,21 @@ static int model_mask(const crater_sched_t *s,
     if (models && models[0] && !*mask)
         *mask = 1ull << 63; /* none of the allowed models is in the cluster */
     return 0;
+}
+
+int crater_sched_model_mask(const crater_sched_t *s,
+                            char *const *models,
+                            uint64_t *mask)
+{
+    return model_mask(s, models, mask);
+}
+
+int crater_sched_model_id(const crater_sched_t *s, const char *key)
+{
+    for (uint32_t m = 0; m < s->nmodels; m++)
+        if (strcmp(s->models[m].key, key) == 0)
+            return (int)m;
+    return -1;
 }
 
 int crater_request_from_spec(const crater_sched_t *s,

@@ -69,6 +69,7 @@ crater_sched_t *crater_sched_create(const crater_config_t *cfg,
         s->env.now_ms = zero_now;
     if (!s->env.random)
         s->env.random = fixed_random;
+    sched__policy_init(s, cfg ? cfg->scheduler.policy : NULL);
     return s;
 }
 
@@ -86,6 +87,7 @@ void crater_sched_destroy(crater_sched_t *s)
     free(s->ds);
     free(s->dd);
     free(s->tasks);
+    free(s->typical);
     sched__index_free(s);
     free(s);
 }

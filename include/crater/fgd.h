@@ -1,0 +1,71 @@
+/* fgd.h - the FGD paper's placement protocol (BENCHMARKS.md B1) driven
+ * through the scheduler core.
+ *
+ * One run: the GPU node list becomes a cluster in milli mode (each GPU
+ * 1000 units, no context overhead, no overcommit); the pods are shuffled
+ * with the seed (Fisher-Yates driven by splitmix64), then pods sampled
+ * uniformly with replacement from the shuffled list are appended until
+ * the total GPU request (num_gpu x gpu_milli) would pass inflate x the GPU
+ * capacity (the sample that would pass it is not added); the pods are
+ * placed one at a time with crater_sched_place() + crater_sched_commit()
+ * under the chosen policy, and a pod that fits nowhere is dropped. The
+ * GPU allocation ratio is recorded at each 1% of arrived workload (GPU
+ * request arrived so far / capacity): the first value at or past each
+ * step. The policy's random numbers (ties) come from a second splitmix64
+ * stream of the same seed, so a run is a pure function of its inputs.
+ */
+#ifndef CRATER_FGD_H
+#define CRATER_FGD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crater/sim.h"
+
+#define CRATER_FGD_STEPS 131 /* arrived 0%..130% */
+
+typedef struct crater_fgd_opts {
+    const char *policy; /* crater_sched_policy_names(); NULL = "crater" */
+    uint64_t seed;
+    double inflate;     /* 1.3 in the paper; 0 = 1.3 */
+    double typical_pct; /* typical pods: shapes making up this % (95) */
+} crater_fgd_opts_t;
+
+typedef struct crater_fgd_result {
+    double alloc[CRATER_FGD_STEPS]; /* allocated GPU milli / capacity, % */
+    double alloc_at_100, alloc_at_130;
+    double unallocated_gpus_at_100, unallocated_gpus_at_130;
+    double frag_pct_at_100;   /* fragmented GPU milli / capacity, % */
+    double frag_ratio_at_100; /* fragmented / idle GPU milli, % */
+    uint64_t capacity_milli;
+    size_t gpu_nodes, pods, arrived, placed, dropped;
+    size_t typical; /* typical pod shapes */
+} crater_fgd_result_t;
+
+/* Typical pod shapes of a trace (the FGD artifact's rule: shapes by
+ * (cpu, gpu_milli, num_gpu, gpu_spec), most frequent first, ties by the
+ * larger shape, taken until they make up pct % of the pods, shares
+ * renormalised to 1). *out is malloc'd (caller frees). */
+int crater_fgd_typical(const crater_sched_t *s,
+                       const crater_trace_pod_t *pods,
+                       size_t n,
+                       double pct,
+                       crater_typical_t **out,
+                       size_t *nout,
+                       crater_error_t *err);
+
+/* One run. Nodes without GPUs are skipped (the protocol's GPU node list).
+ * kb may be NULL. */
+int crater_fgd_run(const crater_trace_node_t *nodes,
+                   size_t nnodes,
+                   const crater_trace_pod_t *pods,
+                   size_t npods,
+                   const crater_kb_t *kb,
+                   const crater_fgd_opts_t *o,
+                   crater_fgd_result_t *res,
+                   crater_error_t *err);
+
+/* splitmix64: the documented PRNG of the protocol. */
+uint64_t crater_splitmix64(uint64_t *state);
+
+#endif /* CRATER_FGD_H */

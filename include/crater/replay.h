@@ -1,0 +1,290 @@
+/* replay.h - real-time replay: jobs arrive, wait in the queue, run for
+ * their duration and leave, on a simulated clock, through the same
+ * scheduler core the control plane uses (sched.h) and the same queue
+ * order (queue.h).
+ *
+ * The driver is event-driven: a binary heap of departures merged with
+ * the arrivals sorted by submit time; the clock jumps from one event to
+ * the next, there is no wall clock. At every event the pending jobs are
+ * tried in the order crater_queue_order() gives (priority class, then
+ * age); a job that does not fit does not block the ones behind it
+ * (greedy backfill, like kube-scheduler). When the head of a pass (the
+ * first job in order that does not fit) is high priority and preemption
+ * is on, crater_sched_plan_preemption() is asked for the cheapest set of
+ * lower-priority preemptible victims; the plan is executed (victims
+ * released and requeued with their remaining runtime, i.e. as if they
+ * had checkpointed) and the job placed; the next job that does not fit
+ * is then the head.
+ *
+ * Utilisation is integrated exactly over the piecewise-constant
+ * allocation: util = allocated resource-time / capacity-time.
+ *
+ * Ownership: jobs are caller-owned and borrowed for the run (their
+ * requests' borrowed pointers must stay valid). The result owns its
+ * arrays; free them with crater_replay_result_clear().
+ */
+#ifndef CRATER_REPLAY_H
+#define CRATER_REPLAY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crater/doc.h"
+#include "crater/error.h"
+#include "crater/kb.h"
+#include "crater/model.h"
+#include "crater/sched.h"
+#include "crater/sim.h"
+
+typedef enum crater_replay_policy {
+    CRATER_REPLAY_K8S_DEFAULT, /* whole GPUs, least allocated, no preemption */
+    CRATER_REPLAY_CRATER,      /* default config and weights, slices,
+                                  preemption */
+} crater_replay_policy_t;
+
+/* Priority classes of the replay, from QoS: LS and Guaranteed are high
+ * (queue class "high", 1000), Burstable normal (0), BE low (-1000) and
+ * preemptible. */
+typedef enum crater_replay_class {
+    CRATER_REPLAY_HIGH,
+    CRATER_REPLAY_NORMAL,
+    CRATER_REPLAY_LOW,
+    CRATER_REPLAY_NCLASS
+} crater_replay_class_t;
+
+typedef struct crater_replay_job {
+    uint64_t submit_ms;
+    uint64_t runtime_ms;  /* > 0 */
+    crater_request_t req; /* one replica; priority/preemptible are set by
+                             crater_replay_job_class() */
+    crater_replay_class_t cls;
+    uint32_t gpu_milli; /* GPU share the job asked for, in 1/1000 GPU
+                           (num_gpu x gpu_milli); for "requested"
+                           utilisation */
+} crater_replay_job_t;
+
+typedef struct crater_replay_opts {
+    bool preempt;       /* plan preemptions for high-priority jobs */
+    uint64_t sample_ms; /* utilisation sample interval; 0: 1/300 of the
+                           arrival window */
+    /* The nodes s was built from, for CPU and memory capacity (the core
+     * keeps no copy of them); NULL: CPU and memory utilisation are 0. */
+    const crater_cluster_t *cluster;
+    /* Called every few thousand events; may be NULL. */
+    void (*progress)(void *arg, size_t done, size_t total);
+    void *progress_arg;
+} crater_replay_opts_t;
+
+/* Averages over one sample interval [t_ms, t_ms + sample_ms). */
+typedef struct crater_replay_sample {
+    uint64_t t_ms;
+    double gpu_alloc; /* fraction of GPUs held by placements */
+    double gpu_req;   /* fraction of GPU capacity jobs asked for */
+    double cpu, mem;  /* fraction of CPU / memory capacity allocated */
+    double pending;   /* mean number of pending jobs */
+} crater_replay_sample_t;
+
+typedef struct crater_replay_stats {
+    size_t jobs, started, completed;
+    double wait_p50, wait_p99, wait_mean, wait_max; /* seconds */
+    double jct_p50, jct_p99, jct_mean;              /* seconds */
+} crater_replay_stats_t;
+
+typedef struct crater_replay_result {
+    size_t jobs;          /* jobs given */
+    size_t completed;     /* ran to the end */
+    size_t never_started; /* still pending when nothing else could
+                             happen: they fit no node even when empty */
+    size_t preemptions;   /* victims evicted (a job may count twice) */
+    size_t events, place_calls, plan_calls;
+    double gpus, cpu_cores, mem_gib; /* cluster capacity */
+    uint64_t t_first_ms, t_last_submit_ms, t_end_ms;
+    /* Time-weighted utilisation over the arrival window [first submit,
+     * last submit] and over the whole run [first submit, end]. */
+    double util_gpu_alloc, util_gpu_req, util_cpu, util_mem;
+    double util_gpu_alloc_all, util_gpu_req_all;
+    crater_replay_stats_t cls[CRATER_REPLAY_NCLASS], all;
+    double *wait_s[CRATER_REPLAY_NCLASS]; /* sorted waits, seconds */
+    size_t nwait[CRATER_REPLAY_NCLASS];
+    crater_replay_sample_t *samples;
+    size_t nsamples;
+    uint64_t sample_ms;
+} crater_replay_result_t;
+
+/* "k8s-default" / "crater". */
+const char *crater_replay_policy_name(crater_replay_policy_t p);
+/* Parse a policy name; CRATER_EINVAL listing the names. */
+int crater_replay_policy_parse(const char *name,
+                               crater_replay_policy_t *out,
+                               crater_error_t *err);
+/* "high", "normal", "low". */
+const char *crater_replay_class_name(crater_replay_class_t c);
+crater_replay_class_t crater_replay_class_of_qos(crater_qos_t q);
+
+/* A scheduler for policy p over cluster c. milli != 0: GPU memory is in
+ * units of 1/1000 GPU (crater_openb_cluster(..., milli=1)), so the GPU
+ * context overhead is set to 0 to keep shares exact. k8s-default sets the
+ * plugin weights to joint = 1, everything else 0. Caller destroys. */
+crater_sched_t *crater_replay_sched_create(const crater_cluster_t *c,
+                                           const crater_kb_t *kb,
+                                           crater_replay_policy_t p,
+                                           int milli,
+                                           crater_error_t *err);
+
+/* Set job->cls and the request's priority / preemptible flag for policy p
+ * (k8s-default: nothing preemptible, and a GPU slice becomes one whole
+ * GPU). */
+void crater_replay_job_class(crater_replay_job_t *job,
+                             crater_replay_class_t cls,
+                             crater_replay_policy_t p);
+
+/* Replay jobs from an openb pod list (milli mode requests via
+ * crater_openb_request). Pods that never ran (no scheduled or deletion
+ * time, or deletion before scheduling) are skipped and counted in
+ * *skipped. Times are shifted so that the first pod arrives at 0. *jobs
+ * is caller-owned (free()). */
+int crater_replay_jobs_from_trace(const crater_sched_t *s,
+                                  const crater_trace_pod_t *pods,
+                                  size_t n,
+                                  crater_replay_policy_t p,
+                                  crater_replay_job_t **jobs,
+                                  size_t *njobs,
+                                  size_t *skipped,
+                                  crater_error_t *err);
+
+/* Run the replay. s must hold no tasks with ids 1..njobs. On success s
+ * is left empty again (every job either completed or never started) and
+ * res is filled (clear it with crater_replay_result_clear()). On error
+ * res is cleared. Errors: CRATER_EINVAL for a job with runtime 0,
+ * CRATER_ENOMEM, or the core's error. */
+int crater_replay_run(crater_sched_t *s,
+                      const crater_replay_job_t *jobs,
+                      size_t njobs,
+                      const crater_replay_opts_t *opts,
+                      crater_replay_result_t *res,
+                      crater_error_t *err);
+
+void crater_replay_result_clear(crater_replay_result_t *res);
+
+/* Offered GPU load of jobs on a cluster of gpus GPUs: the GPU-time they
+ * ask for (gpu_milli / 1000 x runtime) over gpus x the arrival window
+ * (first to last submit). 0 when the window or gpus is 0. */
+double crater_replay_offered_load(const crater_replay_job_t *jobs,
+                                  size_t n,
+                                  double gpus);
+/* Compress time between arrivals by factor (> 0): submit_ms becomes
+ * first + (submit_ms - first) / factor, runtimes unchanged, so the
+ * offered load is multiplied by factor. Used to replay a sparse trace at
+ * a chosen load (`--load`). */
+void crater_replay_compress(crater_replay_job_t *jobs, size_t n, double factor);
+
+/* Summary as JSON (no samples unless with_samples). New reference; NULL
+ * on ENOMEM. */
+json_t *crater_replay_result_json(const crater_replay_result_t *res,
+                                  bool with_samples);
+
+/* ---- synthetic workloads (synth.c) --------------------------------------
+ *
+ * `--synthetic nodes=10000,jobs=1000000,mix=openb`: a cluster of `nodes`
+ * nodes drawn (with replacement, uniformly over rows, so in the trace's
+ * proportions) from the openb GPU node list, and `jobs` jobs whose shapes
+ * (cpu, memory, GPUs, GPU share, gpu_spec, QoS) are drawn from the openb
+ * default pod list. mix=builtin (or mix=openb when the data is absent,
+ * which the caller should report) uses small built-in tables with about
+ * the same proportions. Arrivals are a Poisson process whose rate makes
+ * the offered GPU load (rate x mean GPU demand x mean runtime / GPUs)
+ * equal `load`; runtimes are exponential (dist=exp, the default) or
+ * lognormal with sigma 1 (dist=lognormal, heavier tail), with mean
+ * `runtime`, at least 1 s. Everything is drawn from one seeded PRNG
+ * (xoshiro256**), so a spec and seed give the same workload everywhere.
+ */
+typedef struct crater_synth_spec {
+    uint64_t nodes, jobs;
+    bool builtin;        /* mix=builtin */
+    uint64_t seed;       /* default 1 */
+    double load;         /* default 0.9 */
+    uint64_t runtime_ms; /* mean; default 1h */
+    bool lognormal;      /* dist=lognormal */
+} crater_synth_spec_t;
+
+/* Parse "key=value,..." (keys nodes, jobs, mix, seed, load, runtime,
+ * dist; nodes and jobs required). Errors name the key:
+ * CRATER_EINVAL "synthetic.nodes: 'x' is not a positive integer". */
+int crater_synth_parse(const char *text,
+                       crater_synth_spec_t *out,
+                       crater_error_t *err);
+
+/* The node and pod mixes to draw from: the openb lists under dir (NULL or
+ * absent files with mix=openb: the built-in tables, *builtin set true). */
+typedef struct crater_synth_mix {
+    crater_trace_node_t *nodes;
+    size_t nnodes;
+    crater_trace_pod_t *pods;
+    size_t npods;
+    bool builtin;
+} crater_synth_mix_t;
+
+int crater_synth_mix_load(const crater_synth_spec_t *sp,
+                          const char *dir,
+                          crater_synth_mix_t *mix,
+                          crater_error_t *err);
+void crater_synth_mix_clear(crater_synth_mix_t *mix);
+
+/* sp->nodes trace nodes named synth-node-NNNNNN. Caller frees with
+ * crater_trace_nodes_free(). */
+int crater_synth_nodes(const crater_synth_spec_t *sp,
+                       const crater_synth_mix_t *mix,
+                       crater_trace_node_t **nodes,
+                       crater_error_t *err);
+
+/* sp->jobs replay jobs for s (a milli-mode cluster of the synthetic
+ * nodes) under policy p, sorted by submit time. *jobs is caller-owned
+ * (free()). Pod shapes that no node type of the cluster could ever host
+ * are still generated: the replay reports them as never started. */
+int crater_synth_jobs(const crater_synth_spec_t *sp,
+                      const crater_synth_mix_t *mix,
+                      const crater_sched_t *s,
+                      crater_replay_policy_t p,
+                      crater_replay_job_t **jobs,
+                      crater_error_t *err);
+
+/* ---- job lists (joblist.c) ------------------------------------------------
+ *
+ * A YAML or JSON document
+ *   kind: JobList
+ *   jobs:
+ *     - submit: 10s        # offset from the start of the replay
+ *       duration: 1h       # run time once started
+ *       priorityClass: high   # optional: high | normal | low (default
+ *                             # from the spec's priorityClass/priority)
+ *       spec: {<a job spec, as for crater submit>}
+ * Each spec is decoded with crater_jobspec_decode() and compiled with
+ * crater_request_from_spec(); errors carry file:line and the field path
+ * ("jobs.yaml:7:9: jobs[1].spec.resources.gpu: ..."). A spec with
+ * replicas > 1 becomes that many jobs submitted together.
+ */
+typedef struct crater_joblist crater_joblist_t;
+
+/* Load and decode path. Caller frees with crater_joblist_destroy(). */
+int crater_joblist_load(const char *path,
+                        crater_joblist_t **out,
+                        crater_error_t *err);
+/* Decode an already loaded document (doc's document 0). */
+int crater_joblist_decode(const crater_doc_t *doc,
+                          crater_joblist_t **out,
+                          crater_error_t *err);
+void crater_joblist_destroy(crater_joblist_t *jl);
+size_t crater_joblist_count(const crater_joblist_t *jl);
+
+/* Replay jobs for s under policy p. The requests borrow the list's specs:
+ * keep jl alive while the jobs are used. *jobs caller-owned (free()). */
+int crater_joblist_jobs(const crater_joblist_t *jl,
+                        const crater_sched_t *s,
+                        crater_replay_policy_t p,
+                        crater_replay_job_t **jobs,
+                        size_t *njobs,
+                        crater_error_t *err);
+
+#endif /* CRATER_REPLAY_H */
