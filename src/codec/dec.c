@@ -320,7 +320,7 @@ int crater_dec_uint(
 int crater_dec_u32(
     crater_dec_t *d, json_t *v, uint32_t min, uint32_t max, uint32_t *out)
 {
-    uint64_t x;
+    uint64_t x = 0;
 
     if (crater_dec_uint(d, v, min, max, &x) < 0)
         return -1;
