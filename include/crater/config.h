@@ -47,10 +47,10 @@ typedef struct crater_config {
         uint64_t resource_grace_period_ms; /* scheduler.resourceGracePeriod */
         struct {
             double joint, packing, topology, locality, low_utilization;
-        } plugin_weights;              /* scheduler.pluginWeights */
-        double min_cpu_per_gpu;        /* scheduler.minCpuPerGpu, cores */
-        uint64_t min_memory_per_gpu;   /* scheduler.minMemoryPerGpu, B */
-        double pcie_threshold;         /* scheduler.pcieThreshold */
+        } plugin_weights;            /* scheduler.pluginWeights */
+        double min_cpu_per_gpu;      /* scheduler.minCpuPerGpu, cores */
+        uint64_t min_memory_per_gpu; /* scheduler.minMemoryPerGpu, B */
+        double pcie_threshold;       /* scheduler.pcieThreshold */
     } scheduler;
     struct {
         uint64_t heartbeat_interval_ms; /* agent.heartbeatInterval */

@@ -116,6 +116,11 @@ int crater_dec_literal(crater_dec_t *d, json_t *v, const char *want);
 /* The literal text of a scalar (number as written, or string). Borrowed. */
 const char *crater_dec_text(crater_dec_t *d, json_t *v, char *buf, size_t size);
 
+/* Label and taint keys (nodes, nodeSelector, tolerations): 1-253 of
+ * letters, digits and - _ . / (Kubernetes' character set). */
+#define CRATER_LABEL_KEY_MAX 253
+bool crater_label_key_ok(const char *s);
+
 void crater_strv_free(char **v);
 size_t crater_strv_len(char *const *v);
 /* Deep copy; NULL in, NULL out. NULL on allocation failure too (check

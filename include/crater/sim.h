@@ -47,10 +47,14 @@ typedef struct crater_trace_pod {
 } crater_trace_pod_t;
 
 /* Loaders: malformed rows are errors naming file:line and the column. */
-int crater_openb_load_nodes(const char *path, crater_trace_node_t **nodes,
-                            size_t *n, crater_error_t *err);
-int crater_openb_load_pods(const char *path, crater_trace_pod_t **pods,
-                           size_t *n, crater_error_t *err);
+int crater_openb_load_nodes(const char *path,
+                            crater_trace_node_t **nodes,
+                            size_t *n,
+                            crater_error_t *err);
+int crater_openb_load_pods(const char *path,
+                           crater_trace_pod_t **pods,
+                           size_t *n,
+                           crater_error_t *err);
 void crater_trace_nodes_free(crater_trace_node_t *nodes);
 void crater_trace_free(crater_trace_pod_t *pods);
 
@@ -60,13 +64,19 @@ void crater_trace_free(crater_trace_pod_t *pods);
  * for known models (a share becomes share x memory); unknown models (the
  * trace's G2, G3) fall back to 1000 units, and the caller should say so.
  * Caller frees with crater_cluster_destroy(). */
-int crater_openb_cluster(const crater_trace_node_t *nodes, size_t n,
-                         const crater_kb_t *kb, int milli,
-                         crater_cluster_t **out, crater_error_t *err);
+int crater_openb_cluster(const crater_trace_node_t *nodes,
+                         size_t n,
+                         const crater_kb_t *kb,
+                         int milli,
+                         crater_cluster_t **out,
+                         crater_error_t *err);
 
 /* A scheduler request for one replica of pod p on s (milli as above). */
-int crater_openb_request(const crater_sched_t *s, const crater_trace_pod_t *p,
-                         int milli, crater_request_t *r, crater_error_t *err);
+int crater_openb_request(const crater_sched_t *s,
+                         const crater_trace_pod_t *p,
+                         int milli,
+                         crater_request_t *r,
+                         crater_error_t *err);
 
 /* Locate the openb data: $CRATER_OPENB_DIR, else ../shared/data/openb
  * relative to the working directory, else relative to the source tree.

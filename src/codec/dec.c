@@ -6,6 +6,7 @@
  */
 #include "crater/dec.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -435,6 +436,16 @@ int crater_dec_literal(crater_dec_t *d, json_t *v, const char *want)
                                json_string_value(v),
                                want);
     return 0;
+}
+
+bool crater_label_key_ok(const char *s)
+{
+    if (!*s || strlen(s) > CRATER_LABEL_KEY_MAX)
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("-_./", *s))
+            return false;
+    return true;
 }
 
 void crater_strv_free(char **v)

@@ -161,16 +161,6 @@ static int dns_ok(const char *s)
 }
 
 /* Label and taint keys: [prefix/]name of [A-Za-z0-9._-], non-empty. */
-static int key_ok(const char *s)
-{
-    if (!*s || strlen(s) > HW_STR_MAX)
-        return 0;
-    for (; *s; s++)
-        if (!(isalnum((unsigned char)*s) || strchr("._-/", *s)))
-            return 0;
-    return 1;
-}
-
 /* Normalised model name (kb key shape), malloc'd into *out. */
 static int set_model(crater_dec_t *d,
                      const char *model,
@@ -1052,7 +1042,7 @@ static int n_labels(crater_dec_t *d, json_t *v, void *obj)
     {
         size_t mk = crater_dec_push_key(d, key);
         crater_kv_t *kv = &n->labels[n->nlabels++];
-        if (!key_ok(key))
+        if (!crater_label_key_ok(key))
             return crater_dec_fail(d,
                                    CRATER_EINVAL,
                                    "'%s' is not a valid label key",
@@ -1072,7 +1062,7 @@ static int t_key(crater_dec_t *d, json_t *v, void *obj)
 
     if (crater_dec_str(d, v, HW_STR_MAX, &t->key) < 0)
         return -1;
-    if (!key_ok(t->key))
+    if (!crater_label_key_ok(t->key))
         return crater_dec_fail(d,
                                CRATER_EINVAL,
                                "'%s' is not a valid taint key",

@@ -690,16 +690,6 @@ static bool valid_env_name(const char *s)
     return true;
 }
 
-static bool valid_label_key(const char *s)
-{
-    if (!*s || strlen(s) > SHORT_LEN)
-        return false;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && !strchr("-_./", *s))
-            return false;
-    return true;
-}
-
 static int check_env_key(crater_dec_t *d, const char *key)
 {
     if (!valid_env_name(key))
@@ -717,7 +707,7 @@ static int check_env_key(crater_dec_t *d, const char *key)
 
 static int check_label_key(crater_dec_t *d, const char *key)
 {
-    if (!valid_label_key(key))
+    if (!crater_label_key_ok(key))
         return crater_dec_fail(d,
                                CRATER_EINVAL,
                                "not a valid label key: use letters, digits "

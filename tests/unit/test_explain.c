@@ -7,50 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crater/hwfile.h"
 #include "crater/sched.h"
-
-#define EX(f) CRATER_SOURCE_DIR "/examples/hardware/" f
-
-static crater_kb_t *kb;
-static crater_config_t cfg;
-
-static void setup(void)
-{
-    kb = crater_kb_create();
-    ck_assert_int_eq(crater_config_defaults(&cfg), 0);
-}
-
-static void teardown(void)
-{
-    crater_config_clear(&cfg);
-    crater_kb_destroy(kb);
-}
-
-static crater_sched_t *load(const char *path)
-{
-    crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
-    crater_cluster_t *cl = NULL;
-    crater_error_t err;
-
-    ck_assert_msg(crater_hw_load(path, kb, &cl, &err) == 0, "%s", err.text);
-    for (size_t i = 0; i < cl->nnodes; i++)
-        ck_assert_msg(crater_sched_add_node(s, &cl->nodes[i], &err) >= 0,
-                      "%s",
-                      err.text);
-    crater_cluster_destroy(cl);
-    return s;
-}
-
-static crater_request_t req(uint32_t gpus, uint32_t mib)
-{
-    crater_request_t r = {.gpus = gpus,
-                          .slice_mib = mib,
-                          .cpu_milli = 1000,
-                          .mem_bytes = 1ull << 30,
-                          .numa = CRATER_NUMA_PREFERRED};
-    return r;
-}
+#include "sched_fixture.h"
 
 /* The explanation as compact JSON, key order as built. */
 static char *explain(crater_sched_t *s, const crater_request_t *r)
@@ -81,7 +39,7 @@ static const char *message_of(const char *json, char *buf, size_t size)
 START_TEST(fits_one_node_reasons_for_the_rest)
 {
     crater_sched_t *s = load(EX("cluster.yaml"));
-    crater_request_t r = req(1, 0);
+    crater_request_t r = req_slice(1, 0);
     char *j;
 
     r.min_cc = 90;
@@ -108,7 +66,7 @@ END_TEST
 START_TEST(nothing_fits_message_is_error_text)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"));
-    crater_request_t r = req(1, 0);
+    crater_request_t r = req_slice(1, 0);
     crater_node_util_t u = {.cpu = 0.85};
     crater_placement_t p;
     crater_error_t e1, e2;
@@ -138,7 +96,7 @@ END_TEST
 START_TEST(long_message_is_cut_only_in_the_error)
 {
     crater_sched_t *s = load(EX("cluster.yaml"));
-    crater_request_t r = req(1, 90000);
+    crater_request_t r = req_slice(1, 90000);
     crater_node_util_t u = {.cpu = 0.9};
     crater_placement_t p;
     crater_error_t err;

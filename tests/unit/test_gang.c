@@ -5,55 +5,15 @@
 #include <check.h>
 #include <string.h>
 
-#include "crater/hwfile.h"
 #include "crater/sched.h"
-
-#define EX(f) CRATER_SOURCE_DIR "/examples/hardware/" f
-
-static crater_kb_t *kb;
-static crater_config_t cfg;
-
-static void setup(void)
-{
-    kb = crater_kb_create();
-    ck_assert_int_eq(crater_config_defaults(&cfg), 0);
-}
-
-static void teardown(void)
-{
-    crater_config_clear(&cfg);
-    crater_kb_destroy(kb);
-}
-
-static crater_sched_t *load(const char *path)
-{
-    crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
-    crater_cluster_t *cl = NULL;
-    crater_error_t err;
-
-    ck_assert_msg(crater_hw_load(path, kb, &cl, &err) == 0, "%s", err.text);
-    for (size_t i = 0; i < cl->nnodes; i++)
-        ck_assert_msg(crater_sched_add_node(s, &cl->nodes[i], &err) >= 0,
-                      "%s",
-                      err.text);
-    crater_cluster_destroy(cl);
-    return s;
-}
-
-static crater_request_t req(uint32_t gpus, uint32_t mib)
-{
-    crater_request_t r = {.gpus = gpus,
-                          .slice_mib = mib,
-                          .cpu_milli = 1000,
-                          .mem_bytes = 1ull << 30,
-                          .numa = CRATER_NUMA_PREFERRED};
-    return r;
-}
+#include "sched_fixture.h"
 
 /* Probe placements by both paths; they must agree with each other. */
 static void probe(crater_sched_t *s, crater_placement_t out[3])
 {
-    crater_request_t pr[3] = {req(1, 0), req(1, 7000), req(0, 0)};
+    crater_request_t pr[3] = {req_slice(1, 0),
+                              req_slice(1, 7000),
+                              req_slice(0, 0)};
     crater_placement_t b;
     crater_error_t err;
 
@@ -73,7 +33,7 @@ static void probe(crater_sched_t *s, crater_placement_t out[3])
 START_TEST(gang_fits_and_stays_committed)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"));
-    crater_request_t r = req(1, 0);
+    crater_request_t r = req_slice(1, 0);
     crater_placement_t out[2], p;
     crater_error_t err;
 
@@ -92,7 +52,7 @@ END_TEST
 START_TEST(gang_all_or_nothing)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"));
-    crater_request_t r = req(1, 0), slice = req(1, 30000);
+    crater_request_t r = req_slice(1, 0), slice = req_slice(1, 30000);
     crater_placement_t before[3], after[3], out[3];
     crater_error_t err;
 
@@ -132,7 +92,7 @@ END_TEST
 START_TEST(gang_of_slices_rolls_back)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"));
-    crater_request_t r = req(1, 30000);
+    crater_request_t r = req_slice(1, 30000);
     crater_placement_t before[3], after[3], out[5];
     crater_error_t err;
 
@@ -163,7 +123,7 @@ END_TEST
 START_TEST(gang_commit_failure_rolls_back)
 {
     crater_sched_t *s = load(EX("h100x8.yaml"));
-    crater_request_t r = req(2, 0);
+    crater_request_t r = req_slice(2, 0);
     crater_placement_t before[3], after[3], out[3], p;
     crater_error_t err;
 
@@ -186,7 +146,7 @@ END_TEST
 START_TEST(gang_bad_arguments)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"));
-    crater_request_t r = req(1, 0);
+    crater_request_t r = req_slice(1, 0);
     crater_placement_t out[2];
     crater_error_t err;
 
