@@ -420,6 +420,7 @@ static void class_drop(crater_sched_t *s, uint32_t id)
     uint32_t last = s->live[--s->nlive];
 
     s->live[c->live_pos] = last; /* swap-remove from the live list */
+    s->lsum[c->live_pos] = s->lsum[s->nlive];
     s->classes[last].live_pos = c->live_pos;
     bm_del(s, &s->classmap, &class_ops, id);
     free(c->blob);
@@ -455,6 +456,30 @@ static void class_remove(crater_sched_t *s, uint32_t id, uint32_t node)
         class_drop(s, id);
 }
 
+/* Append c's summary at lsum[nlive - 1] (live[] was just pushed). */
+static int push_sum(crater_sched_t *s, const struct sclass *c)
+{
+    struct live_sum *p;
+
+    if (s->nlive > s->lsumcap) {
+        uint32_t cap = s->livecap;
+        if (!(p = realloc(s->lsum, cap * sizeof(*p)))) {
+            s->nlive--; /* undo the push of live[] */
+            return -1;
+        }
+        s->lsum = p;
+        s->lsumcap = cap;
+    }
+    p = &s->lsum[s->nlive - 1];
+    memset(p, 0, sizeof(*p));
+    p->cpu_free = c->cpu_free;
+    p->mem_free = c->mem_free;
+    p->max_room_mib = c->max_room_mib;
+    p->free_whole = c->free_whole;
+    p->usable = c->usable;
+    return 0;
+}
+
 static int class_insert(crater_sched_t *s, uint32_t id, uint32_t node)
 {
     struct sclass *c = &s->classes[id];
@@ -468,7 +493,8 @@ static int class_insert(crater_sched_t *s, uint32_t id, uint32_t node)
             (c->nmembers - 1 - i) * sizeof(*c->members));
     c->members[i] = node;
     if (c->live_pos == UINT32_MAX) {
-        if (push_u32(&s->live, &s->nlive, &s->livecap, id) < 0)
+        if (push_u32(&s->live, &s->nlive, &s->livecap, id) < 0
+            || push_sum(s, c) < 0)
             return -1;
         c->live_pos = s->nlive - 1;
     }
@@ -532,6 +558,7 @@ void sched__index_free(crater_sched_t *s)
     free(s->namemap.slots);
     free(s->free_classes);
     free(s->live);
+    free(s->lsum);
     free(s->node_class);
     free(s->scratch);
 }

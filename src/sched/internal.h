@@ -97,6 +97,14 @@ struct blobmap {
     uint32_t used;
 };
 
+/* One remembered evaluation of a class for a request shape (place.c). */
+#define CLASS_MEMO 4
+struct class_memo {
+    uint64_t key; /* request shape + epoch; 0 = empty */
+    double score;
+    uint8_t ok;
+};
+
 struct sclass {
     uint64_t hash;
     uint8_t *blob;
@@ -109,6 +117,18 @@ struct sclass {
     uint32_t max_room_mib; /* max over GPUs of admissible new charge */
     uint64_t cpu_free, mem_free;
     uint8_t usable; /* ready and not cordoned */
+    uint8_t memo_next;
+    struct class_memo memo[CLASS_MEMO];
+};
+
+/* A live class's precheck summary, kept in a dense array parallel to
+ * sched.live so that the per-decision scan reads 32 bytes per class. */
+struct live_sum {
+    uint64_t cpu_free, mem_free;
+    uint32_t max_room_mib;
+    uint16_t free_whole;
+    uint8_t usable;
+    uint8_t pad[5];
 };
 
 struct stype {
@@ -158,13 +178,18 @@ struct crater_sched {
     struct blobmap classmap;
     uint32_t *free_classes;
     uint32_t nfree_classes, freecap;
-    uint32_t *live; /* ids of classes with members */
+    uint32_t *live;        /* ids of classes with members */
+    struct live_sum *lsum; /* lsum[i] summarises classes[live[i]] */
+    uint32_t lsumcap;
     uint32_t nlive, livecap;
     uint32_t *node_class; /* class of each node; nccap entries */
     uint32_t nccap;
     uint8_t *scratch; /* blob scratch buffer */
     uint32_t scratchcap;
 
+    /* place.c: bumped whenever something besides a class's own state
+     * could change an evaluation (weights, policy, typical pods, nodes) */
+    uint64_t memo_epoch;
     /* policy.c */
     const struct sched_policy_ops *policy; /* NULL: "crater" */
     crater_typical_t *typical;             /* FGD's task distribution */

@@ -314,6 +314,7 @@ int crater_sched_add_node(crater_sched_t *s,
     }
     setup_devs(s, id, n);
     s->n++;
+    s->memo_epoch++;
     if (sched__name_add(s, id) < 0 || sched__type_of(s, id) < 0
         || sched__reindex(s, id) < 0)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");

@@ -66,7 +66,7 @@ int sched__eval(crater_sched_t *s,
 
 /* Necessary conditions the filters would check anyway. */
 static int precheck(const crater_sched_t *s,
-                    const struct sclass *k,
+                    const struct live_sum *k,
                     const crater_request_t *r)
 {
     if (!k->usable || k->cpu_free < r->cpu_milli || k->mem_free < r->mem_bytes)
@@ -147,6 +147,111 @@ static int draw_uniform(crater_sched_t *s,
     return -1;
 }
 
+/* ---- the evaluation memo ------------------------------------------------
+ *
+ * A class's state never changes (a node that changes moves to another
+ * class), so its evaluation for a request depends only on the request and
+ * on sched-wide settings that bump memo_epoch. Each class remembers its
+ * last few (request shape, score, fit) results; a decision re-evaluates
+ * only classes it has not seen with this shape, then evaluates the winner
+ * once more to get its reservation. Requests whose result depends on the
+ * job spec's selectors, tolerations or dataset, and random policies, are
+ * not memoised. */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+/* The memo key of r, or 0 when r must not be memoised. */
+static uint64_t memo_key(const crater_sched_t *s, const crater_request_t *r)
+{
+    const crater_jobspec_t *sp = r->spec;
+    uint64_t h = s->memo_epoch + 1;
+
+    if ((s->policy && (s->policy->random_ties || s->policy->uniform))
+        || (sp && (sp->nselector || sp->ntolerations || sp->dataset)))
+        return 0;
+    h = mix(h, r->gpus);
+    h = mix(h, r->slice_mib);
+    h = mix(h, r->cpu_milli);
+    h = mix(h, r->mem_bytes);
+    h = mix(h, r->disk_iops);
+    h = mix(h, r->disk_bw);
+    h = mix(h, (uint64_t)r->disk_iface << 32 | r->disk_max_latency_us);
+    h = mix(h, r->model_mask);
+    h = mix(h,
+            r->vendor
+                ? sched__hash((const uint8_t *)r->vendor, strlen(r->vendor))
+                : 0);
+    h = mix(h, (uint64_t)r->min_sm << 32 | r->min_cc);
+    h = mix(h, r->min_hbm_bw);
+    h = mix(h,
+            (uint64_t)r->nvlink << 16 | (uint64_t)r->numa << 8
+                | (uint64_t)r->prefer_low_util);
+    return h ? h : 1;
+}
+
+/* Evaluate class k's representative, through the memo when key != 0.
+ * Returns 0 with *score when it fits. */
+static int class_eval(crater_sched_t *s,
+                      struct sclass *k,
+                      const crater_request_t *r,
+                      uint64_t key,
+                      double *score)
+{
+    struct sched_ctx c;
+    struct class_memo *m;
+    int ok;
+
+    for (int i = 0; key && i < CLASS_MEMO; i++) {
+        if (k->memo[i].key == key) {
+            *score = k->memo[i].score;
+            return k->memo[i].ok ? 0 : -1;
+        }
+    }
+    ok = sched__eval(s, k->members[0], r, &c) == 0;
+    *score = ok ? c.p.score : 0;
+    if (key) {
+        m = &k->memo[k->memo_next];
+        k->memo_next = (uint8_t)((k->memo_next + 1) % CLASS_MEMO);
+        *m = (struct class_memo){key, *score, (uint8_t)ok};
+    }
+    return ok ? 0 : -1;
+}
+
+/* Deterministic policies: best score, ties to the lowest node id. */
+static int place_memo(crater_sched_t *s,
+                      const crater_request_t *r,
+                      uint64_t key,
+                      crater_placement_t *out)
+{
+    uint32_t bestnode = CRATER_SCHED_NO_NODE;
+    double best = 0, score;
+    struct sched_ctx c;
+
+    for (uint32_t i = 0; i < s->nlive; i++) {
+        struct sclass *k;
+        if (!precheck(s, &s->lsum[i], r))
+            continue;
+        k = &s->classes[s->live[i]];
+        if (class_eval(s, k, r, key, &score) < 0)
+            continue;
+        if (bestnode == CRATER_SCHED_NO_NODE || score > best
+            || (score == best && k->members[0] < bestnode)) {
+            best = score;
+            bestnode = k->members[0];
+        }
+    }
+    if (bestnode == CRATER_SCHED_NO_NODE)
+        return -1;
+    if (sched__eval(s, bestnode, r, &c) < 0) /* cannot differ: a bug */
+        return -1;
+    *out = c.p;
+    return 0;
+}
+
 int crater_sched_place(crater_sched_t *s,
                        const crater_request_t *r,
                        crater_placement_t *out,
@@ -154,14 +259,17 @@ int crater_sched_place(crater_sched_t *s,
 {
     crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
     struct sched_ctx c;
-    uint64_t seen = 0;
+    uint64_t seen = 0, key;
 
     if (s->policy && s->policy->uniform && draw_uniform(s, r, out) == 0)
         return 0;
-
+    if ((key = memo_key(s, r)) != 0)
+        return place_memo(s, r, key, out) == 0 ? 0
+                                               : unschedulable(s, r, err, 1);
     for (uint32_t i = 0; i < s->nlive; i++) {
         const struct sclass *k = &s->classes[s->live[i]];
-        if (!precheck(s, k, r) || sched__eval(s, k->members[0], r, &c) < 0)
+        if (!precheck(s, &s->lsum[i], r)
+            || sched__eval(s, k->members[0], r, &c) < 0)
             continue;
         if (take(s, &c.p, &best, k->nmembers, &seen)) {
             best = c.p;

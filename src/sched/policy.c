@@ -359,6 +359,7 @@ int crater_sched_set_policy(crater_sched_t *s,
                                    "gpupacking, bestfit, fgd, k8s)",
                                    name ? name : "");
     s->policy = p;
+    s->memo_epoch++;
     return 0;
 }
 

@@ -126,6 +126,7 @@ int crater_sched_set_typical(crater_sched_t *s,
     s->typical = copy;
     s->ntypical = n;
     set_scarcity(s);
+    s->memo_epoch++;
     return 0;
 }
 

@@ -96,6 +96,7 @@ void crater_sched_set_weights(crater_sched_t *s,
                               const crater_sched_weights_t *w)
 {
     s->w = *w;
+    s->memo_epoch++;
 }
 
 crater_sched_weights_t crater_sched_get_weights(const crater_sched_t *s)
