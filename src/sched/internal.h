@@ -190,6 +190,10 @@ struct crater_sched {
     /* place.c: bumped whenever something besides a class's own state
      * could change an evaluation (weights, policy, typical pods, nodes) */
     uint64_t memo_epoch;
+    /* preempt.c: while non-zero, commits and releases leave the class
+     * index alone (the planner restores every node it touches and then
+     * reindexes them) */
+    uint32_t reindex_hold;
     /* policy.c */
     const struct sched_policy_ops *policy; /* NULL: "crater" */
     crater_typical_t *typical;             /* FGD's task distribution */

@@ -293,7 +293,16 @@ int crater_sched_plan_preemption(crater_sched_t *s,
     c = collect(s, req->priority, &n, &oom);
     if (oom)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    /* Planning releases and re-commits victims many times on the real
+     * state; the index only has to be right once they are all back, so
+     * it is held and the touched nodes reindexed afterwards (a no-op for
+     * a node back in its old state). */
+    s->reindex_hold++;
     rc = n ? plan_all(s, req, c, n, &best, &nnodes) : 0;
+    s->reindex_hold--;
+    for (uint32_t i = 0; i < n; i++)
+        if (sched__reindex(s, c[i].t.p.node) < 0)
+            rc = -1;
     free(c);
     if (rc < 0)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
