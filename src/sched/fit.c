@@ -234,6 +234,29 @@ static int slice_clique(struct sched_ctx *c, uint64_t cand)
     return 0;
 }
 
+/* Why no GPU of cand takes a slice: every one is held whole or at
+ * maxTasksPerGPU (a task limit, whatever memory is left), or memory. */
+static int slice_fail(struct sched_ctx *c, uint64_t cand, uint32_t best_room)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first;
+
+    for (uint64_t m = cand; m; m &= m - 1) {
+        const struct gpu_dyn *d = &s->gd[first + (uint32_t)__builtin_ctzll(m)];
+        if (!d->whole && d->ntasks < s->max_tasks)
+            return fail(c,
+                        "insufficient GPU memory",
+                        c->req->slice_mib + s->ctx_mib,
+                        best_room,
+                        U_MIB);
+    }
+    return fail(c,
+                "GPUs full: held whole or at maxTasksPerGPU",
+                c->req->gpus,
+                0,
+                U_COUNT);
+}
+
 /* Slices: the n feasible GPUs with the least room left, best first. */
 static int slice_gpus(struct sched_ctx *c, uint64_t cand)
 {
@@ -258,11 +281,7 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
             }
         }
         if (bi < 0)
-            return fail(c,
-                        "insufficient GPU memory",
-                        c->req->slice_mib + s->ctx_mib,
-                        best_room,
-                        U_MIB);
+            return slice_fail(c, cand & ~used, best_room);
         used |= 1ull << bi;
         c->p.gpu[c->p.ngpus] = (uint8_t)bi;
         c->p.gpu_mib[c->p.ngpus++] = bcharge;

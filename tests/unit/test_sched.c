@@ -71,8 +71,8 @@ START_TEST(max_tasks_per_gpu)
     ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
     ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
     ck_assert_str_eq(err.text,
-                     "0/1 nodes fit: 1 insufficient GPU memory "
-                     "(need 1300 MiB, best 0 MiB on gpu-a100-0)");
+                     "0/1 nodes fit: 1 GPUs full: held whole or at "
+                     "maxTasksPerGPU (need 1, best 0 on gpu-a100-0)");
     ck_assert_int_eq(crater_sched_release(s, 3, &err), 0);
     ck_assert_int_eq(place_commit(s, &r, 17, &p), 0);
     ck_assert_uint_eq(p.gpu[0], 0);
