@@ -45,17 +45,19 @@ START_TEST(fits_one_node_reasons_for_the_rest)
     r.min_cc = 90;
     j = explain(s, &r);
     ck_assert_str_eq(j,
-                     "{\"nodes\":7,\"fit\":1,\"reasons\":["
-                     "{\"reason\":\"no GPU meets the model/capability "
-                     "constraints\","
-                     "\"nodes\":4,\"need\":1,\"have\":0,\"unit\":\"count\","
-                     "\"closest_node\":\"a100-0\"},"
-                     "{\"reason\":\"untolerated taint\",\"nodes\":2,"
-                     "\"closest_node\":\"infer-l4\"}],"
-                     "\"message\":\"1/7 nodes fit: 4 no GPU meets the "
-                     "model/capability "
-                     "constraints (need 1, best 0 on a100-0), 2 untolerated "
-                     "taint\"}");
+                     "{\"nodes\":7,\"fit\":1,\"reasons\":[{\"reason\":\"fewer "
+                     "GPUs than the job asks "
+                     "for\",\"nodes\":2,\"need\":1,\"have\":0,\"unit\":"
+                     "\"count\",\"closest_node\":\"cpu-0\"},{\"reason\":\"no "
+                     "GPU meets the model/capability "
+                     "constraints\",\"nodes\":2,\"need\":1,\"have\":0,\"unit\":"
+                     "\"count\",\"closest_node\":\"a100-0\"},{\"reason\":"
+                     "\"untolerated "
+                     "taint\",\"nodes\":2,\"closest_node\":\"infer-l4\"}],"
+                     "\"message\":\"1/7 nodes fit: 2 fewer GPUs than the job "
+                     "asks for (need 1, best 0 on cpu-0), 2 no GPU meets the "
+                     "model/capability constraints (need 1, best 0 on a100-0), "
+                     "2 untolerated taint\"}");
     free(j);
     crater_sched_destroy(s);
 }
@@ -105,28 +107,23 @@ START_TEST(long_message_is_cut_only_in_the_error)
     crater_sched_set_util(s, 1, &u);
     j = explain(s, &r);
     ck_assert_str_eq(j,
-                     "{\"nodes\":7,\"fit\":0,\"reasons\":["
-                     "{\"reason\":\"insufficient GPU memory\",\"nodes\":2,"
-                     "\"need\":90300,\"have\":81920,\"unit\":\"MiB\","
-                     "\"closest_node\":\"a100-0\"},"
-                     "{\"reason\":\"no GPU meets the model/capability "
-                     "constraints\","
-                     "\"nodes\":2,\"need\":1,\"have\":0,\"unit\":\"count\","
-                     "\"closest_node\":\"cpu-0\"},"
-                     "{\"reason\":\"untolerated taint\",\"nodes\":2,"
-                     "\"closest_node\":\"infer-l4\"},"
-                     "{\"reason\":\"cpuThreshold "
-                     "exceeded\",\"nodes\":1,\"need\":80,"
-                     "\"have\":90,\"unit\":\"percent\",\"closest_node\":\"a100-"
-                     "1\"}],"
-                     "\"message\":\"0/7 nodes fit: 2 insufficient GPU memory "
-                     "(need "
-                     "90300 MiB, best 81920 MiB on a100-0), 2 no GPU meets the "
-                     "model/capability constraints (need 1, best 0 on cpu-0), "
-                     "2 "
+                     "{\"nodes\":7,\"fit\":0,\"reasons\":[{\"reason\":\"fewer "
+                     "GPUs than the job asks "
+                     "for\",\"nodes\":2,\"need\":1,\"have\":0,\"unit\":"
+                     "\"count\",\"closest_node\":\"cpu-0\"},{\"reason\":"
+                     "\"insufficient GPU "
+                     "memory\",\"nodes\":2,\"need\":90300,\"have\":81920,"
+                     "\"unit\":\"MiB\",\"closest_node\":\"a100-0\"},{"
+                     "\"reason\":\"untolerated "
+                     "taint\",\"nodes\":2,\"closest_node\":\"infer-l4\"},{"
+                     "\"reason\":\"cpuThreshold "
+                     "exceeded\",\"nodes\":1,\"need\":80,\"have\":90,\"unit\":"
+                     "\"percent\",\"closest_node\":\"a100-1\"}],\"message\":"
+                     "\"0/7 nodes fit: 2 fewer GPUs than the job asks for "
+                     "(need 1, best 0 on cpu-0), 2 insufficient GPU memory "
+                     "(need 90300 MiB, best 81920 MiB on a100-0), 2 "
                      "untolerated taint, 1 cpuThreshold exceeded (limit 80%, "
-                     "best 90% "
-                     "on a100-1)\"}");
+                     "best 90% on a100-1)\"}");
     ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
     message_of(j, msg, sizeof(msg));
     ck_assert_uint_eq(strlen(err.text), 159);

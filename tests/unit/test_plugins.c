@@ -457,8 +457,8 @@ START_TEST(capability_compute_capability_and_models)
     cordon(s, "a100", false);
     expect_fail(s,
                 &five,
-                "0/4 nodes fit: 4 no GPU meets the model/capability "
-                "constraints (need 5, best 4 on a100)");
+                "0/4 nodes fit: 4 fewer GPUs than the job asks for (need 5, "
+                "best 4 on t4)");
     expect_fail(s,
                 &absent,
                 "0/4 nodes fit: 4 no GPU meets the model/capability "

@@ -256,12 +256,22 @@ START_TEST(capability_constraints_explained)
     r.min_cc = 90; /* only the H100 node */
     ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), 0);
     ck_assert_str_eq(crater_sched_node(s, p.node)->name, "h100");
+    r.gpus = 2;
+    r.min_cc = 100; /* no model has it */
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
+    {
+        const char *want = "0/7 nodes fit: 3 no GPU meets the "
+                           "model/capability constraints (need 2, best 0 on "
+                           "a100-0), 2 fewer GPUs than the job asks for (need "
+                           "2, best 0 on cpu-0)";
+        ck_assert_int_eq(strncmp(err.text, want, strlen(want)), 0);
+    }
     r.gpus = 9;
     ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
     ck_assert_str_eq(err.text,
-                     "0/7 nodes fit: 5 no GPU meets the model/capability "
-                     "constraints (need 9, best 8 on h100), 2 untolerated "
-                     "taint");
+                     "0/7 nodes fit: 5 fewer GPUs than the job asks for (need "
+                     "9, "
+                     "best 8 on a100-0), 2 untolerated taint");
     crater_sched_destroy(s);
 }
 END_TEST

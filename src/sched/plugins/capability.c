@@ -29,6 +29,13 @@ static int capability_filter(struct sched_ctx *c)
     c->eligible = 0;
     if (c->req->gpus == 0)
         return 0;
+    if (st->ngpus < c->req->gpus) {
+        c->why = "fewer GPUs than the job asks for";
+        c->need = c->req->gpus;
+        c->have = st->ngpus;
+        c->unit = U_COUNT;
+        return -1;
+    }
     for (uint32_t i = 0; i < st->ngpus; i++) {
         uint32_t g = st->gpu_first + i;
         if (!model_ok(s, c->req, &s->models[s->gs[g].model], s->gs[g].model))
