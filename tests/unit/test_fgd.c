@@ -194,7 +194,7 @@ static void core_init(struct core *c, const char *nodes, int copies)
             many[(size_t)k * n + i] = rows[i];
             snprintf(many[(size_t)k * n + i].name,
                      sizeof(rows[i].name),
-                     "%.40s-%d",
+                     "%.32s-%d",
                      rows[i].name,
                      k);
         }
