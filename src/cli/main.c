@@ -14,8 +14,8 @@
 static const struct cli_cmd commands[] = {
     {"validate",
      cli_validate,
-     "check job specs, profiles, hardware files "
-     "and configs"},
+     "check job specs, profiles, hardware files, "
+     "configs and job lists"},
     {"config", cli_config, "print the configuration reference or defaults"},
     {"kb", cli_kb, "print the hardware knowledge base"},
     {"bench", cli_bench, "benchmarks: bench sched (placement throughput)"},
