@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "crater/fgd.h"
+#include "crater/svg.h"
 
 #define MAX_TRACES 32
 #define MAX_POLICIES 16
@@ -371,6 +372,7 @@ static int parse_seeds(const char *s, uint64_t *seeds, int max)
 
 struct agg {
     double alloc[NSTEPS];
+    double curve[CRATER_FGD_STEPS]; /* sum over seeds, every 1% */
     double unalloc, unalloc_sq, frag, fragratio;
     int n;
 };
@@ -379,6 +381,8 @@ static void agg_add(struct agg *a, const crater_fgd_result_t *r)
 {
     for (int i = 0; i < NSTEPS; i++)
         a->alloc[i] += r->alloc[steps[i]];
+    for (int i = 0; i < CRATER_FGD_STEPS; i++)
+        a->curve[i] += r->alloc[i];
     a->unalloc += r->unallocated_gpus_at_130;
     a->unalloc_sq += r->unallocated_gpus_at_130 * r->unallocated_gpus_at_130;
     a->frag += r->frag_pct_at_100;
@@ -471,8 +475,59 @@ static json_t *row_json(const char *trace,
 struct cmp {
     const char *traces[MAX_TRACES], *policies[MAX_POLICIES];
     int ntraces, npolicies, nseeds, json, markdown;
+    const char *plotdir; /* --plot DIR, or NULL */
     uint64_t seeds[MAX_SEEDS];
 };
+
+/* DIR/alloc-TRACE.svg: the mean allocation curve of each policy from 80%
+ * to 130% arrived, where the policies part ways. */
+#define PLOT_FROM 80
+static int plot_trace(const struct cmp *c,
+                      const char *trace,
+                      const struct agg *aggs)
+{
+    static double x[CRATER_FGD_STEPS];
+    double y[MAX_POLICIES][CRATER_FGD_STEPS];
+    crater_svg_series_t ser[MAX_POLICIES];
+    char title[128], path[1024];
+    crater_svg_chart_t chart = {.xlabel = "arrived workload (% of GPU "
+                                          "capacity)",
+                                .ylabel = "GPUs allocated (% of capacity)"};
+    size_t n = CRATER_FGD_STEPS - PLOT_FROM;
+    crater_error_t err;
+    char *svg;
+    int rc;
+
+    snprintf(title,
+             sizeof(title),
+             "openb_pod_list_%s: allocation (mean of %d seeds)",
+             trace,
+             c->nseeds);
+    chart.title = title;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)(PLOT_FROM + i);
+    for (int p = 0; p < c->npolicies; p++) {
+        for (size_t i = 0; i < n; i++)
+            y[p][i] = aggs[p].curve[PLOT_FROM + i] / aggs[p].n;
+        ser[p] = (crater_svg_series_t){c->policies[p],
+                                       x,
+                                       y[p],
+                                       n,
+                                       NULL,
+                                       strcmp(c->policies[p], "fgd") == 0};
+    }
+    if (!(svg =
+              crater_svg_line_chart(&chart, ser, (size_t)c->npolicies, &err))) {
+        fprintf(stderr, "crater: %s\n", err.text);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/alloc-%s.svg", c->plotdir, trace);
+    rc = crater_svg_write(path, svg, &err);
+    if (rc < 0)
+        fprintf(stderr, "crater: %s\n", err.text);
+    free(svg);
+    return rc;
+}
 
 static int compare_trace(const struct cmp *c,
                          const char *dir,
@@ -497,8 +552,14 @@ static int compare_trace(const struct cmp *c,
                "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---"
                "|\n",
                trace);
+    struct agg *aggs = calloc((size_t)c->npolicies, sizeof(*aggs));
+
+    if (!aggs) {
+        data_free(&d);
+        return -1;
+    }
     for (int p = 0; p < c->npolicies; p++) {
-        struct agg a = {0};
+        struct agg *ap = &aggs[p], a = {0};
         struct paper pp, fgd;
         for (int s = 0; s < c->nseeds; s++) {
             crater_fgd_result_t r;
@@ -509,10 +570,12 @@ static int compare_trace(const struct cmp *c,
                     (unsigned long long)c->seeds[s]);
             if (run_one(&d, c->policies[p], c->seeds[s], &r) < 0) {
                 data_free(&d);
+                free(aggs);
                 return -1;
             }
             agg_add(&a, &r);
         }
+        *ap = a;
         load_paper(dir, trace, c->policies[p], &pp);
         load_paper(dir, trace, "fgd", &fgd);
         if (c->json)
@@ -523,6 +586,11 @@ static int compare_trace(const struct cmp *c,
         fflush(stdout);
     }
     data_free(&d);
+    if (c->plotdir && plot_trace(c, trace, aggs) < 0) {
+        free(aggs);
+        return -1;
+    }
+    free(aggs);
     return 0;
 }
 
@@ -534,6 +602,7 @@ static int sim_compare(int argc, char **argv)
         {"seeds", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},
         {"markdown", no_argument, NULL, 'm'},
+        {"plot", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -561,10 +630,15 @@ static int sim_compare(int argc, char **argv)
         case 'm':
             c.markdown = 1;
             break;
+        case 'P':
+            c.plotdir = optarg;
+            break;
         case 'h':
             printf("usage: crater sim compare [--traces all|NAME,...] "
                    "[--policies all|P,...] "
-                   "[--seeds 42-51] [--json] [--markdown]\n");
+                   "[--seeds 42-51] [--json] [--markdown] [--plot DIR]\n"
+                   "  --plot DIR  write DIR/alloc-TRACE.svg: each policy's "
+                   "mean allocation curve, 80-130%% arrived\n");
             return CLI_EXIT_OK;
         default:
             return CLI_EXIT_USAGE;
