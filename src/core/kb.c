@@ -875,13 +875,9 @@ static int f_memory(crater_dec_t *d, json_t *v, void *obj)
 static int f_sm(crater_dec_t *d, json_t *v, void *obj)
 {
     struct ov *o = obj;
-    uint64_t x;
 
     o->given |= OV_SM;
-    if (crater_dec_uint(d, v, 1, 100000, &x) < 0)
-        return -1;
-    o->g.sm_count = (uint32_t)x;
-    return 0;
+    return crater_dec_u32(d, v, 1, 100000, &o->g.sm_count);
 }
 
 static int f_cc(crater_dec_t *d, json_t *v, void *obj)
@@ -918,13 +914,9 @@ static int f_form(crater_dec_t *d, json_t *v, void *obj)
 static int f_cores(crater_dec_t *d, json_t *v, void *obj)
 {
     struct ov *o = obj;
-    uint64_t x;
 
     o->given |= OV_CORES;
-    if (crater_dec_uint(d, v, 1, 100000, &x) < 0)
-        return -1;
-    o->c.cores = (uint32_t)x;
-    return 0;
+    return crater_dec_u32(d, v, 1, 100000, &o->c.cores);
 }
 
 static int f_ipc(crater_dec_t *d, json_t *v, void *obj)
