@@ -499,6 +499,7 @@ START_TEST(node_count_and_limits)
 }
 END_TEST
 
+/* Document shape, names, GPUs and NVLink. */
 START_TEST(node_field_errors)
 {
     const char *msg;
@@ -540,6 +541,14 @@ START_TEST(node_field_errors)
                 "  - {model: t4, pci_bus_id: \"0000:07:00.0\"}\n",
                 "gpus[1].pci_bus_id",
                 CRATER_ECONFLICT);
+}
+END_TEST
+
+/* CPU, memory, storage, taint and label entries. */
+START_TEST(node_resource_errors)
+{
+    const char *msg;
+
     decode_fail("kind: Node\nname: n\ncpus: [{model: power10}]\n",
                 "cpus[0].model",
                 CRATER_EMISSING);
@@ -810,6 +819,7 @@ int main(void)
     tcase_add_test(tc, gpu_count_expansion);
     tcase_add_test(tc, node_count_and_limits);
     tcase_add_test(tc, node_field_errors);
+    tcase_add_test(tc, node_resource_errors);
     tcase_add_test(tc, storage_latency_rounding);
     tcase_add_loop_test(tc,
                         bad_inputs,
