@@ -475,7 +475,8 @@ static json_t *row_json(const char *trace,
 struct cmp {
     const char *traces[MAX_TRACES], *policies[MAX_POLICIES];
     int ntraces, npolicies, nseeds, json, markdown;
-    const char *plotdir; /* --plot DIR, or NULL */
+    const char *plotdir;                /* --plot DIR, or NULL */
+    char tracebuf[512], policybuf[512]; /* traces[], policies[] point here */
     uint64_t seeds[MAX_SEEDS];
 };
 
@@ -594,7 +595,9 @@ static int compare_trace(const struct cmp *c,
     return 0;
 }
 
-static int sim_compare(int argc, char **argv)
+/* Options of `sim compare` into c. 0 to run, 1 after --help, -1 on a
+ * usage error (already reported). */
+static int compare_opts(int argc, char **argv, struct cmp *c)
 {
     static const struct option opts[] = {
         {"traces", required_argument, NULL, 't'},
@@ -606,32 +609,31 @@ static int sim_compare(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    char traces[512] = "all", policies[512] = "all";
-    struct cmp c = {0};
-    const char *dir = crater_openb_dir();
     int ch;
 
-    c.nseeds = parse_seeds("42-51", c.seeds, MAX_SEEDS);
+    snprintf(c->tracebuf, sizeof(c->tracebuf), "all");
+    snprintf(c->policybuf, sizeof(c->policybuf), "all");
+    c->nseeds = parse_seeds("42-51", c->seeds, MAX_SEEDS);
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 't':
-            snprintf(traces, sizeof(traces), "%s", optarg);
+            snprintf(c->tracebuf, sizeof(c->tracebuf), "%s", optarg);
             break;
         case 'p':
-            snprintf(policies, sizeof(policies), "%s", optarg);
+            snprintf(c->policybuf, sizeof(c->policybuf), "%s", optarg);
             break;
         case 's':
-            c.nseeds = parse_seeds(optarg, c.seeds, MAX_SEEDS);
+            c->nseeds = parse_seeds(optarg, c->seeds, MAX_SEEDS);
             break;
         case 'j':
-            c.json = 1;
+            c->json = 1;
             break;
         case 'm':
-            c.markdown = 1;
+            c->markdown = 1;
             break;
         case 'P':
-            c.plotdir = optarg;
+            c->plotdir = optarg;
             break;
         case 'h':
             printf("usage: crater sim compare [--traces all|NAME,...] "
@@ -639,22 +641,33 @@ static int sim_compare(int argc, char **argv)
                    "[--seeds 42-51] [--json] [--markdown] [--plot DIR]\n"
                    "  --plot DIR  write DIR/alloc-TRACE.svg: each policy's "
                    "mean allocation curve, 80-130%% arrived\n");
-            return CLI_EXIT_OK;
+            return 1;
         default:
-            return CLI_EXIT_USAGE;
+            return -1;
         }
     }
+    c->ntraces = split_list(c->tracebuf, c->traces, MAX_TRACES, all_traces);
+    c->npolicies = split_list(c->policybuf,
+                              c->policies,
+                              MAX_POLICIES,
+                              crater_sched_policy_names());
+    if (!c->ntraces || !c->npolicies || !c->nseeds) {
+        fprintf(stderr, "crater: empty --traces, --policies or --seeds\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int sim_compare(int argc, char **argv)
+{
+    struct cmp c = {0};
+    const char *dir = crater_openb_dir();
+    int rc;
+
+    if ((rc = compare_opts(argc, argv, &c)) != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (!dir) {
         fprintf(stderr, "crater: openb data not found: set CRATER_OPENB_DIR\n");
-        return CLI_EXIT_USAGE;
-    }
-    c.ntraces = split_list(traces, c.traces, MAX_TRACES, all_traces);
-    c.npolicies = split_list(policies,
-                             c.policies,
-                             MAX_POLICIES,
-                             crater_sched_policy_names());
-    if (!c.ntraces || !c.npolicies || !c.nseeds) {
-        fprintf(stderr, "crater: empty --traces, --policies or --seeds\n");
         return CLI_EXIT_USAGE;
     }
     json_t *rows = json_array();
