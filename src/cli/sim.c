@@ -336,10 +336,21 @@ static void load_paper(const char *dir,
     fclose(f);
 }
 
+static int known(const char *name, const char *const *all)
+{
+    for (; *all; all++)
+        if (strcmp(*all, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* "all" or a comma-separated list of names from all; -1 (reported, naming
+ * the option) for a name not in all. */
 static int split_list(char *s,
                       const char **out,
                       int max,
-                      const char *const *all)
+                      const char *const *all,
+                      const char *option)
 {
     int n = 0;
 
@@ -348,8 +359,19 @@ static int split_list(char *s,
             out[n] = all[n];
         return n;
     }
-    for (char *t = strtok(s, ","); t && n < max; t = strtok(NULL, ","))
+    for (char *t = strtok(s, ","); t && n < max; t = strtok(NULL, ",")) {
+        if (!known(t, all)) {
+            fprintf(stderr,
+                    "crater: %s: unknown name '%s' (one of:",
+                    option,
+                    t);
+            for (; *all; all++)
+                fprintf(stderr, " %s", *all);
+            fprintf(stderr, ")\n");
+            return -1;
+        }
         out[n++] = t;
+    }
     return n;
 }
 
@@ -646,11 +668,15 @@ static int compare_opts(int argc, char **argv, struct cmp *c)
             return -1;
         }
     }
-    c->ntraces = split_list(c->tracebuf, c->traces, MAX_TRACES, all_traces);
+    c->ntraces =
+        split_list(c->tracebuf, c->traces, MAX_TRACES, all_traces, "--traces");
     c->npolicies = split_list(c->policybuf,
                               c->policies,
                               MAX_POLICIES,
-                              crater_sched_policy_names());
+                              crater_sched_policy_names(),
+                              "--policies");
+    if (c->ntraces < 0 || c->npolicies < 0)
+        return -1;
     if (!c->ntraces || !c->npolicies || !c->nseeds) {
         fprintf(stderr, "crater: empty --traces, --policies or --seeds\n");
         return -1;
