@@ -5,8 +5,10 @@
 # when something is missing.
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config libjansson-dev libfyaml-dev)
-test_pkgs=(check libsubunit-dev clang libclang-rt-14-dev clang-format)
+build_pkgs=(build-essential cmake pkg-config libjansson-dev libfyaml-dev
+            libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev nettle-dev)
+test_pkgs=(check libsubunit-dev clang libclang-rt-14-dev clang-format
+           curl prometheus wrk)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
