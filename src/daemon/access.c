@@ -1,0 +1,183 @@
+/* access.c - who may do what: API tokens (kept hashed) and per-tenant
+ * quotas checked at admission.
+ *
+ * Tokens: only SHA-256 hashes are stored and kept in memory; a request's
+ * token is hashed and looked up (a linear scan with a constant-time
+ * compare per entry: token tables are small, and the scan leaks nothing
+ * about which prefix matched).
+ *
+ * Quotas, Kubernetes ResourceQuota-style: a submission is refused when the
+ * tenant's jobs that are not finished, plus this one, would request more
+ * than the quota in any dimension (GPUs, GPU memory, CPU, memory). The
+ * error names the dimension, the quota and what is in use.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crater/units.h"
+#include "daemon/internal.h"
+
+dtenant_t *tenant_find(crater_daemon_t *d, const char *name)
+{
+    for (size_t i = 0; i < d->ntenants; i++)
+        if (strcmp(d->tenants[i]->name, name) == 0)
+            return d->tenants[i];
+    return NULL;
+}
+
+dtenant_t *tenant_get(crater_daemon_t *d, const char *name)
+{
+    dtenant_t *t = tenant_find(d, name);
+
+    if (t)
+        return t;
+    if (d->ntenants == d->captenants) {
+        size_t cap = d->captenants ? d->captenants * 2 : 8;
+        dtenant_t **n = realloc(d->tenants, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        d->tenants = n;
+        d->captenants = cap;
+    }
+    if (!(t = calloc(1, sizeof(*t))) || !(t->name = strdup(name))) {
+        free(t);
+        return NULL;
+    }
+    t->weight = 1.0;
+    d->tenants[d->ntenants++] = t;
+    return t;
+}
+
+typedef struct usage {
+    uint64_t gpus, gpu_mem, cpu, mem;
+} usage_t;
+
+static void spec_usage(const crater_jobspec_t *s, usage_t *u)
+{
+    uint64_t n = s->replicas ? s->replicas : 1;
+
+    u->gpus += n * s->resources.gpu.count;
+    u->gpu_mem += n * s->resources.gpu.count * s->resources.gpu.memory_bytes;
+    u->cpu += n * s->resources.cpu_milli;
+    u->mem += n * s->resources.memory_bytes;
+}
+
+static int over(crater_error_t *err,
+                const char *tenant,
+                const char *field,
+                const char *what,
+                uint64_t quota,
+                uint64_t used,
+                uint64_t want,
+                int kind)
+{
+    char q[32], u[32], w[32];
+
+    if (kind < 0) {
+        snprintf(q, sizeof(q), "%llu", (unsigned long long)quota);
+        snprintf(u, sizeof(u), "%llu", (unsigned long long)used);
+        snprintf(w, sizeof(w), "%llu", (unsigned long long)want);
+    } else {
+        crater_format_quantity(quota, (crater_dim_t)kind, q, sizeof(q));
+        crater_format_quantity(used, (crater_dim_t)kind, u, sizeof(u));
+        crater_format_quantity(want, (crater_dim_t)kind, w, sizeof(w));
+    }
+    return crater_errorf_field(err,
+                               CRATER_EIMPOSSIBLE,
+                               field,
+                               "tenant '%s' %s quota %s exceeded: %s in use"
+                               " by unfinished jobs, this job asks %s",
+                               tenant,
+                               what,
+                               q,
+                               u,
+                               w);
+}
+
+int tenant_admit(crater_daemon_t *d,
+                 const char *tenant,
+                 const crater_jobspec_t *spec,
+                 crater_error_t *err)
+{
+    dtenant_t *t = tenant_find(d, tenant);
+    usage_t used = {0}, want = {0};
+
+    if (!t || !t->has_quota)
+        return 0;
+    for (size_t i = 0; i < d->njobs; i++)
+        if (!job_state_final(d->jobs[i]->state)
+            && strcmp(d->jobs[i]->tenant, tenant) == 0)
+            spec_usage(d->jobs[i]->spec, &used);
+    spec_usage(spec, &want);
+    if (t->q_gpus && used.gpus + want.gpus > t->q_gpus)
+        return over(err,
+                    tenant,
+                    "resources.gpu.count",
+                    "GPU",
+                    t->q_gpus,
+                    used.gpus,
+                    want.gpus,
+                    -1);
+    if (t->q_gpu_mem && used.gpu_mem + want.gpu_mem > t->q_gpu_mem)
+        return over(err,
+                    tenant,
+                    "resources.gpu.memory",
+                    "GPU memory",
+                    t->q_gpu_mem,
+                    used.gpu_mem,
+                    want.gpu_mem,
+                    CRATER_DIM_BYTES);
+    if (t->q_cpu && used.cpu + want.cpu > t->q_cpu)
+        return over(err,
+                    tenant,
+                    "resources.cpu",
+                    "CPU",
+                    t->q_cpu,
+                    used.cpu,
+                    want.cpu,
+                    CRATER_DIM_CPU);
+    if (t->q_mem && used.mem + want.mem > t->q_mem)
+        return over(err,
+                    tenant,
+                    "resources.memory",
+                    "memory",
+                    t->q_mem,
+                    used.mem,
+                    want.mem,
+                    CRATER_DIM_BYTES);
+    return 0;
+}
+
+const crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok)
+{
+    char hex[65];
+    const crater_token_rec_t *found = NULL;
+
+    crater_token_hash(tok, hex);
+    for (size_t i = 0; i < d->ntokens; i++)
+        if (crater_token_hash_equal(d->tokens[i]->rec.hash, hex))
+            found = &d->tokens[i]->rec;
+    return found;
+}
+
+int token_add(crater_daemon_t *d, crater_token_rec_t *rec)
+{
+    dtoken_t *t;
+
+    if (d->ntokens == d->captokens) {
+        size_t cap = d->captokens ? d->captokens * 2 : 8;
+        dtoken_t **n = realloc(d->tokens, cap * sizeof(*n));
+        if (!n)
+            goto fail;
+        d->tokens = n;
+        d->captokens = cap;
+    }
+    if (!(t = malloc(sizeof(*t))))
+        goto fail;
+    t->rec = *rec;
+    d->tokens[d->ntokens++] = t;
+    return 0;
+fail:
+    crater_token_rec_free(rec);
+    return -1;
+}

@@ -1,0 +1,156 @@
+/* api.c - what every API handler shares: authentication, error bodies,
+ * JSON bodies, and the routes that need no token (/healthz, /readyz,
+ * /metrics).
+ *
+ * Handlers run on the HTTP server's pool threads, concurrently; each takes
+ * d->mu for the part that reads or changes state. Parsing a body (YAML,
+ * JSON) happens outside the lock where the handler allows it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/buildinfo.h"
+#include "daemon/internal.h"
+
+void api_errorf(crater_http_resp_t *resp,
+                crater_errno_t e,
+                const char *field,
+                const char *fmt,
+                ...)
+{
+    crater_error_t err;
+    va_list ap;
+
+    va_start(ap, fmt);
+    crater_verrorf(&err, e, field, fmt, ap);
+    va_end(ap);
+    crater_http_error(resp, &err);
+}
+
+int api_auth(crater_daemon_t *d,
+             crater_http_req_t *r,
+             crater_http_resp_t *resp,
+             principal_t *p)
+{
+    const char *h = crater_http_header(r, "Authorization");
+    const char *tok = h ? crater_auth_bearer(h) : NULL;
+    const crater_token_rec_t *rec;
+
+    if (!h) {
+        api_errorf(resp,
+                   CRATER_EAUTH,
+                   NULL,
+                   "missing token: send 'Authorization: Bearer <token>'");
+        return -1;
+    }
+    if (!tok || !(rec = token_lookup(d, tok))) {
+        api_errorf(resp, CRATER_EAUTH, NULL, "invalid token");
+        return -1;
+    }
+    p->role = rec->role;
+    p->tenant = rec->tenant;
+    p->node = rec->node;
+    return 0;
+}
+
+int api_require_admin(const principal_t *p, crater_http_resp_t *resp)
+{
+    if (p->role == CRATER_ROLE_ADMIN)
+        return 0;
+    api_errorf(resp,
+               CRATER_EPERM,
+               NULL,
+               "this needs an admin token (yours has role %s)",
+               crater_role_name(p->role));
+    return -1;
+}
+
+int api_body_json(crater_http_req_t *r, json_t **out, crater_http_resp_t *resp)
+{
+    size_t len;
+    const char *body = crater_http_body(r, &len);
+    json_error_t jerr;
+
+    if (len == 0) {
+        *out = json_object();
+        return 0;
+    }
+    *out = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*out) {
+        api_errorf(resp,
+                   CRATER_EPARSE,
+                   NULL,
+                   "body: line %d column %d: %s",
+                   jerr.line,
+                   jerr.column,
+                   jerr.text);
+        return -1;
+    }
+    if (!json_is_object(*out)) {
+        json_decref(*out);
+        api_errorf(resp, CRATER_ETYPE, NULL, "body: expected a JSON object");
+        return -1;
+    }
+    return 0;
+}
+
+static void h_healthz(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    (void)r;
+    (void)arg;
+    crater_http_json(resp,
+                     200,
+                     json_pack("{s:s, s:s}",
+                               "status",
+                               "ok",
+                               "version",
+                               crater_version()));
+}
+
+static void h_readyz(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    bool ready;
+
+    (void)r;
+    pthread_mutex_lock(&d->mu);
+    ready = d->ready;
+    pthread_mutex_unlock(&d->mu);
+    if (ready)
+        crater_http_json(resp, 200, json_pack("{s:s}", "status", "ready"));
+    else
+        api_errorf(resp, CRATER_EUNAVAIL, NULL, "not ready");
+}
+
+static void h_metrics(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    size_t len = 0;
+    char *text = metrics_render(d, &len);
+
+    (void)r;
+    if (!text) {
+        api_errorf(resp, CRATER_ENOMEM, NULL, "out of memory");
+        return;
+    }
+    resp->body = text;
+    resp->len = len;
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+int api_add_routes(crater_daemon_t *d, crater_error_t *err)
+{
+    crater_router_t *rt = d->router;
+
+    if (crater_router_add(rt, "GET", "/healthz", h_healthz, d, err) < 0
+        || crater_router_add(rt, "GET", "/readyz", h_readyz, d, err) < 0
+        || crater_router_add(rt, "GET", "/metrics", h_metrics, d, err) < 0)
+        return -1;
+    return api_jobs_routes(d, err) < 0 || api_nodes_routes(d, err) < 0
+                   || api_agents_routes(d, err) < 0
+                   || api_admin_routes(d, err) < 0
+               ? -1
+               : 0;
+}

@@ -1,0 +1,712 @@
+/* api_jobs.c - /api/v1/jobs and /api/v1/schedule.
+ *
+ * Submission is acknowledged only once durable: the handler validates the
+ * spec, checks the tenant's quota, enters the job in the table as not yet
+ * durable (invisible to readers and to the scheduler, but counted by the
+ * next submission's quota check, so two racing submissions cannot both
+ * pass), queues an asynchronous group commit and suspends the request.
+ * The commit's callback makes the job visible, queues it for scheduling
+ * and answers 201; a failed commit removes the job and answers 503.
+ *
+ * Tenancy: a user token sees and acts on its own tenant's jobs only; any
+ * other job is reported as not found, so job ids of other tenants leak
+ * nothing.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/internal.h"
+
+#define LIST_DEFAULT 100
+#define LIST_MAX 1000
+#define LOG_CHUNK_DEFAULT 65536
+#define LOG_CHUNK_MAX (1 << 20)
+
+/* Parse a decimal id; 0 when malformed. */
+static uint64_t parse_id(const char *s)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!s || !*s || *s == '-' || *s == '+')
+        return 0;
+    v = strtoull(s, &end, 10);
+    return *end ? 0 : (uint64_t)v;
+}
+
+/* The job named by {id} if p may see it; otherwise fills a 404. */
+static djob_t *visible_job(crater_daemon_t *d,
+                           crater_http_req_t *r,
+                           const principal_t *p,
+                           crater_http_resp_t *resp)
+{
+    const char *s = crater_http_param(r, "id");
+    djob_t *j = job_find(d, parse_id(s));
+
+    if (p->role == CRATER_ROLE_AGENT)
+        j = NULL;
+    if (j
+        && (!j->durable
+            || (p->role == CRATER_ROLE_USER
+                && strcmp(j->tenant, p->tenant) != 0)))
+        j = NULL;
+    if (!j)
+        api_errorf(resp, CRATER_ENOENT, "id", "no job '%s'", s ? s : "");
+    return j;
+}
+
+/* ---- submit ---------------------------------------------------------------
+ */
+
+typedef struct submit_ctx {
+    crater_daemon_t *d;
+    djob_t *j;
+    crater_http_pending_t *pend;
+} submit_ctx_t;
+
+static void job_remove(crater_daemon_t *d, djob_t *j)
+{
+    for (size_t i = 0; i < d->njobs; i++)
+        if (d->jobs[i] == j) {
+            memmove(&d->jobs[i],
+                    &d->jobs[i + 1],
+                    (d->njobs - i - 1) * sizeof(*d->jobs));
+            d->njobs--;
+            return;
+        }
+}
+
+static void submit_done(int rc,
+                        int64_t rev,
+                        const crater_error_t *err,
+                        void *arg)
+{
+    submit_ctx_t *c = arg;
+    crater_daemon_t *d = c->d;
+    crater_http_resp_t resp = {0};
+    char loc[64];
+
+    (void)rev;
+    pthread_mutex_lock(&d->mu);
+    if (rc == 0) {
+        c->j->durable = true;
+        queue_push_job(d, c->j);
+        loop_kick(d);
+        crater_http_json(&resp, 201, job_to_json(d, c->j, true));
+        snprintf(loc, sizeof(loc), "/api/v1/jobs/%" PRIu64, c->j->id);
+        resp.location = strdup(loc);
+    } else {
+        job_remove(d, c->j);
+        job_free(c->j);
+        api_errorf(&resp,
+                   CRATER_EUNAVAIL,
+                   NULL,
+                   "job not stored: %s",
+                   err ? err->text : "store error");
+    }
+    crater_http_complete(c->pend, &resp);
+    pthread_mutex_unlock(&d->mu);
+    free(c);
+}
+
+/* Tenant of a new job: a user's own; an admin's choice (default). */
+static int job_tenant(const principal_t *p,
+                      crater_jobspec_t *spec,
+                      crater_http_resp_t *resp)
+{
+    if (p->role == CRATER_ROLE_AGENT) {
+        api_errorf(resp, CRATER_EPERM, NULL, "agent tokens cannot submit jobs");
+        return -1;
+    }
+    if (p->role == CRATER_ROLE_USER) {
+        if (spec->tenant && strcmp(spec->tenant, "default") != 0
+            && strcmp(spec->tenant, p->tenant) != 0) {
+            api_errorf(resp,
+                       CRATER_EPERM,
+                       "metadata.tenant",
+                       "your token belongs to tenant '%s', not '%s'",
+                       p->tenant,
+                       spec->tenant);
+            return -1;
+        }
+        free(spec->tenant);
+        spec->tenant = strdup(p->tenant);
+    }
+    return 0;
+}
+
+static djob_t *new_job(crater_daemon_t *d,
+                       crater_jobspec_t *spec,
+                       json_t *norm,
+                       crater_error_t *err)
+{
+    djob_t *j = calloc(1, sizeof(*j));
+
+    if (!j) {
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    j->spec = spec;
+    j->spec_json = norm;
+    j->history = json_array();
+    j->samples = json_array();
+    j->name = strdup(spec->name ? spec->name : "");
+    j->tenant = strdup(spec->tenant ? spec->tenant : "default");
+    j->submitted_ms = dnow_ms();
+    j->attempts = 1;
+    j->state = JS_PENDING;
+    if (!j->history || !j->samples || !j->name || !j->tenant
+        || crater_effective_priority(spec->priority_class,
+                                     spec->priority,
+                                     &j->priority,
+                                     err)
+               < 0
+        || crater_request_from_spec(d->sched, spec, &j->req, err) < 0) {
+        j->spec = NULL;
+        j->spec_json = NULL;
+        job_free(j);
+        if (err->errnum == CRATER_OK)
+            crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return j;
+}
+
+static int admit(crater_daemon_t *d,
+                 crater_jobspec_t *spec,
+                 crater_error_t *err)
+{
+    if (spec->replicas > 1)
+        return crater_errorf_field(err,
+                                   CRATER_EIMPOSSIBLE,
+                                   "replicas",
+                                   "craterd runs single-replica jobs so far; "
+                                   "submit %u jobs or use"
+                                   " `crater sim` for gangs",
+                                   spec->replicas);
+    return tenant_admit(d, spec->tenant ? spec->tenant : "default", spec, err);
+}
+
+static void submit_locked(crater_daemon_t *d,
+                          crater_http_req_t *r,
+                          crater_http_resp_t *resp,
+                          crater_jobspec_t *spec,
+                          json_t *norm)
+{
+    crater_error_t err = {0};
+    submit_ctx_t *c;
+    djob_t *j;
+
+    if (admit(d, spec, &err) < 0 || !(j = new_job(d, spec, norm, &err))) {
+        crater_http_error(resp, &err);
+        crater_jobspec_destroy(spec);
+        json_decref(norm);
+        return;
+    }
+    j->id = d->next_id++;
+    job_event(j, j->submitted_ms, JS_PENDING, "submitted");
+    c = malloc(sizeof(*c));
+    if (!c || job_insert(d, j) < 0) {
+        free(c);
+        job_free(j);
+        api_errorf(resp, CRATER_ENOMEM, NULL, "out of memory");
+        return;
+    }
+    *c = (submit_ctx_t){d, j, crater_http_suspend(r)};
+    if (!c->pend || job_save(d, j, submit_done, c) < 0) {
+        if (c->pend) /* the store refused: answer through the pending */
+            return;
+        job_remove(d, j);
+        job_free(j);
+        free(c);
+        api_errorf(resp, CRATER_EUNAVAIL, NULL, "server is shutting down");
+    }
+}
+
+static void h_submit(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    crater_jobspec_t *spec = NULL;
+    crater_error_t err = {0};
+    json_t *norm = NULL;
+    principal_t p;
+    size_t len;
+    const char *body = crater_http_body(r, &len);
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) < 0)
+        goto out;
+    if (job_parse_body(d, body, len, &spec, &norm, &err) < 0) {
+        crater_http_error(resp, &err);
+        goto out;
+    }
+    if (job_tenant(&p, spec, resp) < 0) {
+        crater_jobspec_destroy(spec);
+        json_decref(norm);
+        goto out;
+    }
+    if (spec->tenant) /* the stored spec must carry the tenant it runs as */
+        json_object_set_new(norm, "tenant", json_string(spec->tenant));
+    submit_locked(d, r, resp, spec, norm);
+out:
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- list / get / cancel --------------------------------------------------
+ */
+
+typedef struct list_filter {
+    unsigned states; /* bit per state; 0 = all */
+    const char *tenant;
+    int workload; /* -1 = any */
+    uint64_t after;
+    size_t limit;
+} list_filter_t;
+
+static int parse_states(const char *s, unsigned *out, crater_http_resp_t *resp)
+{
+    char buf[256], *save = NULL;
+
+    *out = 0;
+    if (!s)
+        return 0;
+    snprintf(buf, sizeof(buf), "%s", s);
+    for (char *t = strtok_r(buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        int st = job_state_parse(t);
+        if (st < 0) {
+            api_errorf(resp,
+                       CRATER_EINVAL,
+                       "state",
+                       "unknown state '%s' (pending, bound, running, "
+                       "succeeded, failed, cancelled, preempting, preempted,"
+                       " lost)",
+                       t);
+            return -1;
+        }
+        *out |= 1u << st;
+    }
+    return 0;
+}
+
+static int parse_filter(crater_http_req_t *r,
+                        const principal_t *p,
+                        list_filter_t *f,
+                        crater_http_resp_t *resp)
+{
+    const char *wl = crater_http_query(r, "workloadType");
+    const char *lim = crater_http_query(r, "limit");
+    const char *after = crater_http_query(r, "after");
+
+    f->tenant = p->role == CRATER_ROLE_USER ? p->tenant
+                                            : crater_http_query(r, "tenant");
+    f->workload = -1;
+    f->limit = LIST_DEFAULT;
+    f->after = 0;
+    if (parse_states(crater_http_query(r, "state"), &f->states, resp) < 0)
+        return -1;
+    for (int w = CRATER_WORKLOAD_TRAINING;
+         wl && w <= CRATER_WORKLOAD_INTERACTIVE;
+         w++)
+        if (strcmp(wl, crater_workload_name((crater_workload_t)w)) == 0)
+            f->workload = w;
+    if (wl && f->workload < 0) {
+        api_errorf(resp,
+                   CRATER_EINVAL,
+                   "workloadType",
+                   "unknown workloadType '%s' (training, inference, batch,"
+                   " interactive)",
+                   wl);
+        return -1;
+    }
+    if (lim && ((f->limit = parse_id(lim)) == 0 || f->limit > LIST_MAX)) {
+        api_errorf(resp,
+                   CRATER_ERANGE,
+                   "limit",
+                   "limit must be between 1 and %d",
+                   LIST_MAX);
+        return -1;
+    }
+    if (after && !(f->after = parse_id(after))) {
+        api_errorf(resp,
+                   CRATER_EINVAL,
+                   "after",
+                   "after must be a job id from a previous page's 'next'");
+        return -1;
+    }
+    return 0;
+}
+
+static bool list_match(const djob_t *j, const list_filter_t *f)
+{
+    return j->durable && j->id > f->after
+           && (!f->states || (f->states & (1u << j->state)))
+           && (!f->tenant || strcmp(j->tenant, f->tenant) == 0)
+           && (f->workload < 0 || (int)j->spec->workload_type == f->workload);
+}
+
+static void h_list(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    json_t *items, *next = json_null();
+    list_filter_t f;
+    principal_t p;
+    char id[24];
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) < 0 || parse_filter(r, &p, &f, resp) < 0)
+        goto out;
+    items = json_array();
+    for (size_t i = 0; i < d->njobs; i++) {
+        if (!list_match(d->jobs[i], &f))
+            continue;
+        if (json_array_size(items) == f.limit) {
+            snprintf(id,
+                     sizeof(id),
+                     "%" PRIu64,
+                     (uint64_t)json_integer_value(
+                         json_object_get(json_array_get(items, f.limit - 1),
+                                         "_id")));
+            json_decref(next);
+            next = json_string(id);
+            break;
+        }
+        json_t *o = job_to_json(d, d->jobs[i], false);
+        json_object_set_new(o, "_id", json_integer((json_int_t)d->jobs[i]->id));
+        json_array_append_new(items, o);
+    }
+    for (size_t i = 0; i < json_array_size(items); i++)
+        json_object_del(json_array_get(items, i), "_id");
+    crater_http_json(resp,
+                     200,
+                     json_pack("{s:o, s:o}", "items", items, "next", next));
+out:
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    principal_t p;
+    djob_t *j;
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
+        crater_http_json(resp, 200, job_to_json(d, j, true));
+    pthread_mutex_unlock(&d->mu);
+}
+
+static const char *cancel_reason(crater_http_req_t *r, char *buf, size_t n)
+{
+    size_t len;
+    const char *body = crater_http_body(r, &len);
+    json_t *v = len ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *s = json_string_value(json_object_get(v, "reason"));
+
+    snprintf(buf, n, "cancelled%s%s", s ? ": " : "", s ? s : "");
+    json_decref(v);
+    return buf;
+}
+
+static void cancel_job(crater_daemon_t *d,
+                       djob_t *j,
+                       const char *reason,
+                       crater_http_resp_t *resp)
+{
+    if (job_state_final(j->state)) {
+        api_errorf(resp,
+                   CRATER_EEXIST,
+                   "state",
+                   "job %" PRIu64 " already %s",
+                   j->id,
+                   job_state_name(j->state));
+        return;
+    }
+    j->cancel_requested = true;
+    if (j->state == JS_PENDING || j->state == JS_LOST
+        || j->state == JS_PREEMPTED)
+        job_set_state(d, j, JS_CANCELLED, reason);
+    else {
+        node_send_stop(d, j, reason);
+        job_event(j, dnow_ms(), j->state, "cancel requested; stopping");
+        job_save(d, j, NULL, NULL);
+    }
+    loop_kick(d);
+    crater_http_json(resp, 200, job_to_json(d, j, true));
+}
+
+static void h_cancel(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    char reason[256];
+    principal_t p;
+    djob_t *j;
+
+    cancel_reason(r, reason, sizeof(reason));
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
+        cancel_job(d, j, reason, resp);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- explain / events / metrics / logs ------------------------------------
+ */
+
+static json_t *explain_json(crater_daemon_t *d, djob_t *j)
+{
+    char id[24];
+    json_t *o;
+
+    snprintf(id, sizeof(id), "%" PRIu64, j->id);
+    o = json_pack("{s:s, s:s, s:b}",
+                  "job",
+                  id,
+                  "state",
+                  job_state_name(j->state),
+                  "fits",
+                  j->placed);
+    if (j->placed) {
+        json_object_set_new(o, "placement", placement_json(d, &j->pl));
+        json_object_set_new(o, "score", json_real(j->pl.score));
+        return o;
+    }
+    if (j->state == JS_PENDING) {
+        json_t *e = crater_sched_explain(d->sched, &j->req);
+        if (j->waiting_for)
+            json_object_set_new(o,
+                                "reason",
+                                json_sprintf("waiting for %" PRIu64 " preempted"
+                                                                    " job(s) "
+                                                                    "to stop",
+                                             j->waiting_for));
+        else if (j->last_reason)
+            json_object_set_new(o, "reason", json_string(j->last_reason));
+        if (e)
+            json_object_set_new(o, "explain", e);
+    }
+    return o;
+}
+
+static void h_explain(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    principal_t p;
+    djob_t *j;
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
+        crater_http_json(resp, 200, explain_json(d, j));
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void h_events(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    principal_t p;
+    djob_t *j;
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
+        crater_http_json(resp, 200, json_pack("{s:O}", "items", j->history));
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void h_jmetrics(crater_http_req_t *r,
+                       crater_http_resp_t *resp,
+                       void *arg)
+{
+    crater_daemon_t *d = arg;
+    principal_t p;
+    djob_t *j;
+    char id[24];
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp))) {
+        snprintf(id, sizeof(id), "%" PRIu64, j->id);
+        crater_http_json(resp,
+                         200,
+                         json_pack("{s:s, s:o, s:o, s:O}",
+                                   "job",
+                                   id,
+                                   "start_ms",
+                                   j->started_ms ? json_integer(j->started_ms)
+                                                 : json_null(),
+                                   "end_ms",
+                                   j->finished_ms ? json_integer(j->finished_ms)
+                                                  : json_null(),
+                                   "samples",
+                                   j->samples));
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+int log_path(
+    crater_daemon_t *d, uint64_t id, const char *stream, char *buf, size_t n)
+{
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+        return -1;
+    snprintf(buf, n, "%s/logs/%" PRIu64 ".%s", d->data_dir, id, stream);
+    return 0;
+}
+
+static void read_log(const char *path,
+                     uint64_t off,
+                     uint64_t lim,
+                     bool final,
+                     crater_http_resp_t *resp)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *buf = malloc(lim + 1);
+    ssize_t got = 0;
+    char hdr[128];
+    off_t size = 0;
+
+    if (fd >= 0) {
+        got = pread(fd, buf, lim, (off_t)off);
+        size = lseek(fd, 0, SEEK_END);
+        close(fd);
+    }
+    if (got < 0)
+        got = 0;
+    resp->body = buf;
+    resp->len = (size_t)got;
+    resp->content_type = "text/plain; charset=utf-8";
+    snprintf(hdr,
+             sizeof(hdr),
+             "X-Crater-Log-Next: %" PRIu64 "\r\nX-Crater-Log-Complete: %s",
+             off + (uint64_t)got,
+             final && off + (uint64_t)got >= (uint64_t)size ? "true" : "false");
+    resp->headers = strdup(hdr);
+}
+
+static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    const char *stream = crater_http_query(r, "stream");
+    const char *off = crater_http_query(r, "offset");
+    const char *lim = crater_http_query(r, "limit");
+    uint64_t o = off ? strtoull(off, NULL, 10) : 0;
+    uint64_t l = lim ? parse_id(lim) : LOG_CHUNK_DEFAULT;
+    char path[4096];
+    principal_t p;
+    djob_t *j;
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) < 0 || !(j = visible_job(d, r, &p, resp)))
+        goto out;
+    if (log_path(d, j->id, stream ? stream : "stdout", path, sizeof(path))
+        < 0) {
+        api_errorf(resp,
+                   CRATER_EINVAL,
+                   "stream",
+                   "stream must be stdout or stderr");
+        goto out;
+    }
+    if (l == 0 || l > LOG_CHUNK_MAX) {
+        api_errorf(resp,
+                   CRATER_ERANGE,
+                   "limit",
+                   "limit must be between 1 and %d bytes",
+                   LOG_CHUNK_MAX);
+        goto out;
+    }
+    read_log(path, o, l, job_state_final(j->state), resp);
+out:
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- dry run ---------------------------------------------------------------
+ */
+
+static void dry_run(crater_daemon_t *d,
+                    crater_jobspec_t *spec,
+                    crater_http_resp_t *resp)
+{
+    crater_request_t req;
+    crater_placement_t pl;
+    crater_error_t err = {0};
+
+    if (crater_request_from_spec(d->sched, spec, &req, &err) < 0) {
+        crater_http_error(resp, &err);
+        return;
+    }
+    if (crater_sched_place(d->sched, &req, &pl, &err) == 0) {
+        crater_http_json(resp,
+                         200,
+                         json_pack("{s:b, s:o}",
+                                   "fits",
+                                   1,
+                                   "placement",
+                                   placement_json(d, &pl)));
+        return;
+    }
+    json_t *e = crater_sched_explain(d->sched, &req);
+    crater_http_json(resp,
+                     200,
+                     json_pack("{s:b, s:s, s:o}",
+                               "fits",
+                               0,
+                               "reason",
+                               err.text,
+                               "explain",
+                               e ? e : json_null()));
+}
+
+static void h_schedule(crater_http_req_t *r,
+                       crater_http_resp_t *resp,
+                       void *arg)
+{
+    crater_daemon_t *d = arg;
+    crater_jobspec_t *spec = NULL;
+    crater_error_t err = {0};
+    json_t *norm = NULL;
+    principal_t p;
+    size_t len;
+    const char *body = crater_http_body(r, &len);
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) < 0)
+        goto out;
+    if (job_parse_body(d, body, len, &spec, &norm, &err) < 0) {
+        crater_http_error(resp, &err);
+        goto out;
+    }
+    dry_run(d, spec, resp);
+    crater_jobspec_destroy(spec);
+    json_decref(norm);
+out:
+    pthread_mutex_unlock(&d->mu);
+}
+
+int api_jobs_routes(crater_daemon_t *d, crater_error_t *err)
+{
+    static const struct {
+        const char *method, *path;
+        crater_http_handler_f fn;
+    } routes[] = {
+        {"POST", "/api/v1/jobs", h_submit},
+        {"GET", "/api/v1/jobs", h_list},
+        {"GET", "/api/v1/jobs/{id}", h_get},
+        {"DELETE", "/api/v1/jobs/{id}", h_cancel},
+        {"POST", "/api/v1/jobs/{id}/cancel", h_cancel},
+        {"GET", "/api/v1/jobs/{id}/explain", h_explain},
+        {"GET", "/api/v1/jobs/{id}/events", h_events},
+        {"GET", "/api/v1/jobs/{id}/metrics", h_jmetrics},
+        {"GET", "/api/v1/jobs/{id}/logs", h_logs},
+        {"POST", "/api/v1/schedule", h_schedule},
+    };
+
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        if (crater_router_add(d->router,
+                              routes[i].method,
+                              routes[i].path,
+                              routes[i].fn,
+                              d,
+                              err)
+            < 0)
+            return -1;
+    return 0;
+}

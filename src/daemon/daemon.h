@@ -1,0 +1,47 @@
+/* daemon.h - craterd as a library: start it, ask its port, stop it. The
+ * craterd program and `crater up` both run it this way.
+ *
+ * crater_daemon_start() opens the store under the data directory, rebuilds
+ * the in-memory state from it (pending jobs stay pending, bound and
+ * running jobs keep their placement until their agents report), starts the
+ * scheduler thread and the HTTP server, and returns. crater_daemon_stop()
+ * stops accepting requests, finishes every queued store commit, and frees
+ * everything. The daemon copies what it needs from cfg and opts.
+ */
+#ifndef CRATER_DAEMON_H
+#define CRATER_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crater/config.h"
+#include "crater/error.h"
+
+typedef struct crater_daemon crater_daemon_t;
+
+typedef struct crater_daemon_opts {
+    const char *listen;   /* overrides server.listen when not NULL */
+    const char *data_dir; /* overrides server.dataDir when not NULL */
+    bool no_sync;         /* store without fsync (benchmarks, tests) */
+    unsigned threads;     /* HTTP worker threads; 0 = number of CPUs */
+    const char *hardware; /* hardware file: nodes known before agents */
+} crater_daemon_opts_t;
+
+crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
+                                     const crater_daemon_opts_t *opts,
+                                     crater_error_t *err);
+uint16_t crater_daemon_port(const crater_daemon_t *d);
+/* The admin token created at this start (first start of a data directory),
+ * or NULL. Borrowed. It is also written to DATA_DIR/admin.token (0600). */
+const char *crater_daemon_admin_token(const crater_daemon_t *d);
+/* Create a token (role "agent" for node, "user" for tenant, "admin").
+ * Writes the token text into buf (>= 48 bytes). */
+int crater_daemon_create_token(crater_daemon_t *d,
+                               const char *role,
+                               const char *tenant_or_node,
+                               char *buf,
+                               size_t size,
+                               crater_error_t *err);
+void crater_daemon_stop(crater_daemon_t *d);
+
+#endif /* CRATER_DAEMON_H */

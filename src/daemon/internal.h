@@ -1,0 +1,285 @@
+/* internal.h - craterd's in-memory state, shared by the files of
+ * src/daemon. Not a public header.
+ *
+ * Threads. The HTTP server's pool threads run the API handlers; one
+ * scheduler thread runs the scheduling loop and the periodic health tick;
+ * the store's writer thread runs commit callbacks. ALL mutable state below
+ * is guarded by the one mutex d->mu. Rules that keep this deadlock-free:
+ *   - never call a blocking crater_store_commit() while holding d->mu (the
+ *     writer's callbacks take d->mu); use crater_store_commit_async();
+ *   - never call crater_http_complete() while holding d->mu is allowed (it
+ *     only queues a resume), so completing under the lock is fine.
+ *
+ * Durability order. A submission enters memory only in its commit
+ * callback, after it is on disk; a binding is sent to the agent only in
+ * the callback of the commit that recorded it, so after a crash the agent
+ * never runs something the store does not know.
+ */
+#ifndef CRATER_DAEMON_INTERNAL_H
+#define CRATER_DAEMON_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "crater/auth.h"
+#include "crater/config.h"
+#include "crater/http.h"
+#include "crater/jobspec.h"
+#include "crater/kb.h"
+#include "crater/metrics.h"
+#include "crater/profile.h"
+#include "crater/queue.h"
+#include "crater/sched.h"
+#include "crater/store.h"
+#include "daemon/daemon.h"
+
+/* Store layout (keys sort by id: ids are zero-padded). */
+#define KEY_JOBS "/crater/jobs/"
+#define KEY_NODES "/crater/nodes/"
+#define KEY_TOKENS "/crater/tokens/"
+#define KEY_TENANTS "/crater/tenants/"
+#define KEY_PROFILES "/crater/profiles/"
+
+typedef enum job_state {
+    JS_PENDING,
+    JS_BOUND,
+    JS_RUNNING,
+    JS_SUCCEEDED,
+    JS_FAILED,
+    JS_CANCELLED,
+    JS_PREEMPTING,
+    JS_PREEMPTED,
+    JS_LOST,
+    JS_COUNT
+} job_state_t;
+
+const char *job_state_name(job_state_t s);
+int job_state_parse(const char *s); /* -1 when unknown */
+bool job_state_final(job_state_t s);
+bool job_state_holds(job_state_t s); /* holds a placement */
+
+#define JOB_MAX_SAMPLES 720
+
+typedef struct djob {
+    uint64_t id;
+    bool durable; /* its submission is committed: visible, schedulable */
+    char *name;
+    char *tenant;
+    job_state_t state;
+    int32_t priority;
+    crater_jobspec_t *spec; /* owned */
+    json_t *spec_json;      /* normalised spec, owned */
+    crater_request_t req;   /* compiled from spec; req.spec = spec */
+    bool placed;            /* pl is charged to the core */
+    crater_placement_t pl;
+    int64_t submitted_ms, started_ms, finished_ms;
+    uint32_t attempts;
+    int exit_code, exit_signal;
+    bool oom;
+    bool cancel_requested;
+    uint64_t preempted_by; /* job waiting for this one to stop; 0 none */
+    uint64_t waiting_for;  /* victims still stopping for this job */
+    int64_t lost_since_ms; /* JS_LOST: when the node went away */
+    char *last_reason;     /* last unschedulable reason (dedups events) */
+    json_t *history;       /* array of {time_ms, state, reason} */
+    json_t *samples;       /* array of utilisation samples (not stored) */
+    size_t log_bytes[2];   /* stdout, stderr bytes received */
+} djob_t;
+
+typedef struct work_item {
+    uint64_t seq;
+    json_t *item; /* {"seq","op",...} */
+} work_item_t;
+
+typedef struct dnode {
+    char *name;
+    uint32_t sid; /* the core's node id */
+    bool registered;
+    bool ready;
+    bool cordoned;
+    bool draining;
+    bool first_hb_pending; /* reconcile on the first heartbeat */
+    char *reason;
+    int64_t last_hb_ms;
+    int64_t notready_since_ms;
+    json_t *hw; /* the Node document as stored */
+    crater_node_util_t util;
+    double util_mem_bw; /* unused placeholder for later dimensions */
+    /* work channel */
+    work_item_t *work;
+    size_t nwork, capwork;
+    uint64_t seq;
+    crater_http_pending_t *poll;
+    uint64_t poll_after;
+    int64_t poll_deadline_ms;
+} dnode_t;
+
+typedef struct dtenant {
+    char *name;
+    bool has_quota;
+    uint64_t q_gpus, q_gpu_mem, q_cpu, q_mem; /* 0 = unlimited */
+    double weight;
+} dtenant_t;
+
+typedef struct dtoken {
+    crater_token_rec_t rec;
+} dtoken_t;
+
+struct crater_daemon {
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* scheduler thread */
+    bool stopping;
+    bool dirty; /* something changed: run a pass */
+    bool ready;
+    pthread_t sched_thread;
+    bool sched_started;
+
+    crater_config_t cfg; /* owned copy of the strings */
+    crater_kb_t *kb;
+    crater_sched_t *sched;
+    crater_queue_t *queue;
+    crater_profiles_t *profiles;
+    crater_store_t *store;
+    crater_metrics_t *metrics;
+    crater_http_server_t *http;
+    crater_router_t *router;
+    char *data_dir;
+    char *admin_token; /* only when created at this start */
+
+    djob_t **jobs; /* sorted by id */
+    size_t njobs, capjobs;
+    uint64_t next_id;
+    uint64_t running_pending; /* submissions awaiting their commit */
+
+    dnode_t **nodes;
+    size_t nnodes, capnodes;
+
+    dtenant_t **tenants;
+    size_t ntenants, captenants;
+
+    dtoken_t **tokens;
+    size_t ntokens, captokens;
+
+    FILE *declog;
+    char *declog_path;
+    uint64_t declog_bytes;
+
+    /* metrics families */
+    crater_metric_t *m_util, *m_queue, *m_jobs, *m_lat, *m_dec, *m_preempt,
+        *m_http, *m_commits, *m_nodes;
+    uint64_t decisions;
+};
+
+/* ---- time ---------------------------------------------------------------- */
+int64_t dnow_ms(void);
+
+/* ---- jobs.c ---------------------------------------------------------------
+ */
+djob_t *job_find(crater_daemon_t *d, uint64_t id);
+int job_insert(crater_daemon_t *d, djob_t *j);
+void job_free(djob_t *j);
+void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason);
+json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full);
+json_t *job_to_store(crater_daemon_t *d, const djob_t *j);
+djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err);
+/* Parse a body (JSON or YAML) into spec + normalised JSON. */
+int job_parse_body(crater_daemon_t *d,
+                   const char *body,
+                   size_t len,
+                   crater_jobspec_t **spec,
+                   json_t **norm,
+                   crater_error_t *err);
+/* Persist j's record (async, no wait). cb may be NULL. */
+int job_save(crater_daemon_t *d, djob_t *j, crater_store_done_f cb, void *arg);
+json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl);
+json_t *placement_store(crater_daemon_t *d, const crater_placement_t *pl);
+const char *node_state_name(const dnode_t *n);
+int placement_load(crater_daemon_t *d, json_t *v, crater_placement_t *pl);
+int queue_push_job(crater_daemon_t *d, djob_t *j);
+void job_release(crater_daemon_t *d, djob_t *j);
+/* Transition and persist: the one place states change. */
+void job_set_state(crater_daemon_t *d,
+                   djob_t *j,
+                   job_state_t to,
+                   const char *reason);
+
+/* ---- nodes.c --------------------------------------------------------------
+ */
+dnode_t *node_find(crater_daemon_t *d, const char *name);
+dnode_t *node_by_sid(crater_daemon_t *d, uint32_t sid);
+dnode_t *node_add(crater_daemon_t *d,
+                  json_t *hw,
+                  const char *expect,
+                  crater_error_t *err);
+json_t *node_to_json(crater_daemon_t *d, const dnode_t *n);
+int node_save(crater_daemon_t *d, dnode_t *n);
+void node_health_tick(crater_daemon_t *d, int64_t now);
+/* Work channel. */
+int node_push_work(crater_daemon_t *d, dnode_t *n, json_t *item);
+void node_poll_tick(crater_daemon_t *d, int64_t now);
+void node_complete_poll(dnode_t *n);
+json_t *task_json(crater_daemon_t *d, const djob_t *j);
+void node_send_start(crater_daemon_t *d, djob_t *j);
+void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason);
+
+/* ---- loop.c ---------------------------------------------------------------
+ */
+int loop_start(crater_daemon_t *d, crater_error_t *err);
+void loop_kick(crater_daemon_t *d);                   /* under d->mu */
+void declog_write(crater_daemon_t *d, json_t *entry); /* steals entry */
+
+/* ---- tenants / tokens (access.c) ------------------------------------------
+ */
+dtenant_t *tenant_find(crater_daemon_t *d, const char *name);
+dtenant_t *tenant_get(crater_daemon_t *d, const char *name); /* creates */
+int tenant_admit(crater_daemon_t *d,
+                 const char *tenant,
+                 const crater_jobspec_t *spec,
+                 crater_error_t *err);
+const crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok);
+int token_add(crater_daemon_t *d, crater_token_rec_t *rec); /* steals */
+
+/* ---- api_*.c --------------------------------------------------------------
+ */
+typedef struct principal {
+    crater_role_t role;
+    const char *tenant; /* user */
+    const char *node;   /* agent */
+} principal_t;
+
+/* Fill p from the Authorization header; on failure fill resp (401) and
+ * return -1. Caller holds d->mu. */
+int api_auth(crater_daemon_t *d,
+             crater_http_req_t *r,
+             crater_http_resp_t *resp,
+             principal_t *p);
+int api_require_admin(const principal_t *p, crater_http_resp_t *resp);
+void api_errorf(crater_http_resp_t *resp,
+                crater_errno_t e,
+                const char *field,
+                const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+int api_body_json(crater_http_req_t *r, json_t **out, crater_http_resp_t *resp);
+int api_add_routes(crater_daemon_t *d, crater_error_t *err);
+int api_jobs_routes(crater_daemon_t *d, crater_error_t *err);
+int api_nodes_routes(crater_daemon_t *d, crater_error_t *err);
+int api_agents_routes(crater_daemon_t *d, crater_error_t *err);
+int api_admin_routes(crater_daemon_t *d, crater_error_t *err);
+
+/* ---- persist.c ------------------------------------------------------------
+ */
+int log_path(
+    crater_daemon_t *d, uint64_t id, const char *stream, char *buf, size_t n);
+int persist_load(crater_daemon_t *d, crater_error_t *err);
+int persist_put_json(crater_daemon_t *d,
+                     const char *key,
+                     json_t *v,
+                     crater_store_done_f cb,
+                     void *arg);
+int metrics_setup(crater_daemon_t *d, crater_error_t *err);
+char *metrics_render(crater_daemon_t *d, size_t *len);
+
+#endif /* CRATER_DAEMON_INTERNAL_H */

@@ -1,0 +1,626 @@
+/* jobs.c - craterd's job table: records, states, their JSON forms (API and
+ * store), and the one function through which a job changes state.
+ *
+ * Jobs live in an array sorted by id (ids grow, so inserts append) and are
+ * found by binary search. A job's stored record holds the normalised spec,
+ * the state, the history and, while it holds resources, the core's exact
+ * placement (GPU indices, MiB per GPU, per-NUMA charges), so that a
+ * restarted craterd can charge it to the core again without re-placing.
+ * Every transition appends a history entry and persists the record with an
+ * asynchronous group commit; callers hold d->mu.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crater/doc.h"
+#include "crater/kind.h"
+#include "daemon/internal.h"
+
+static const char *const state_names[JS_COUNT] = {
+    "pending",
+    "bound",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "preempting",
+    "preempted",
+    "lost",
+};
+
+const char *job_state_name(job_state_t s)
+{
+    return s < JS_COUNT ? state_names[s] : "unknown";
+}
+
+int job_state_parse(const char *s)
+{
+    for (int i = 0; i < JS_COUNT; i++)
+        if (strcmp(s, state_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+bool job_state_final(job_state_t s)
+{
+    return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
+}
+
+bool job_state_holds(job_state_t s)
+{
+    return s == JS_BOUND || s == JS_RUNNING || s == JS_PREEMPTING
+           || s == JS_LOST;
+}
+
+djob_t *job_find(crater_daemon_t *d, uint64_t id)
+{
+    size_t lo = 0, hi = d->njobs;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->jobs[mid]->id == id)
+            return d->jobs[mid];
+        if (d->jobs[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+int job_insert(crater_daemon_t *d, djob_t *j)
+{
+    size_t i = d->njobs;
+
+    if (d->njobs == d->capjobs) {
+        size_t cap = d->capjobs ? d->capjobs * 2 : 256;
+        djob_t **n = realloc(d->jobs, cap * sizeof(*n));
+        if (!n)
+            return -1;
+        d->jobs = n;
+        d->capjobs = cap;
+    }
+    while (i > 0 && d->jobs[i - 1]->id > j->id) {
+        d->jobs[i] = d->jobs[i - 1];
+        i--;
+    }
+    d->jobs[i] = j;
+    d->njobs++;
+    if (j->id >= d->next_id)
+        d->next_id = j->id + 1;
+    return 0;
+}
+
+void job_free(djob_t *j)
+{
+    if (!j)
+        return;
+    free(j->name);
+    free(j->tenant);
+    free(j->last_reason);
+    crater_jobspec_destroy(j->spec);
+    json_decref(j->spec_json);
+    json_decref(j->history);
+    json_decref(j->samples);
+    free(j);
+}
+
+void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason)
+{
+    json_array_append_new(j->history,
+                          json_pack("{s:I, s:s, s:s}",
+                                    "time_ms",
+                                    (json_int_t)now,
+                                    "state",
+                                    job_state_name(to),
+                                    "reason",
+                                    reason ? reason : ""));
+}
+
+/* ---- placement ----------------------------------------------------------- */
+
+json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl)
+{
+    const crater_node_t *n = crater_sched_node(d->sched, pl->node);
+    json_t *gpus = json_array();
+    json_t *o;
+
+    for (uint32_t i = 0; i < pl->ngpus && n; i++) {
+        const crater_gpu_t *g = &n->gpus[pl->gpu[i]];
+        json_array_append_new(gpus,
+                              json_pack("{s:i, s:s, s:s, s:I}",
+                                        "index",
+                                        pl->gpu[i],
+                                        "uuid",
+                                        g->uuid ? g->uuid : "",
+                                        "model",
+                                        g->model ? g->model : "",
+                                        "memory_bytes",
+                                        (json_int_t)((uint64_t)pl->gpu_mib[i]
+                                                     << 20)));
+    }
+    o = json_pack("{s:s, s:o, s:b, s:i, s:I, s:I}",
+                  "node",
+                  n ? n->name : "",
+                  "gpus",
+                  gpus,
+                  "whole_gpus",
+                  pl->whole,
+                  "numa",
+                  pl->numa,
+                  "cpu_millis",
+                  (json_int_t)pl->cpu_milli,
+                  "memory_bytes",
+                  (json_int_t)pl->mem_bytes);
+    if (o && n && pl->storage >= 0 && (size_t)pl->storage < n->nstorage)
+        json_object_set_new(o,
+                            "disk",
+                            json_string(n->storage[pl->storage].device));
+    return o;
+}
+
+static json_t *u64_array(const uint64_t *v, size_t n)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+json_t *placement_store(crater_daemon_t *d, const crater_placement_t *pl)
+{
+    const crater_node_t *n = crater_sched_node(d->sched, pl->node);
+    uint64_t gpu[CRATER_MAX_GPUS_PER_NODE], mib[CRATER_MAX_GPUS_PER_NODE];
+
+    for (uint32_t i = 0; i < pl->ngpus; i++) {
+        gpu[i] = pl->gpu[i];
+        mib[i] = pl->gpu_mib[i];
+    }
+    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:I, s:I, s:o, s:o, s:I,"
+                     " s:I, s:i, s:f}",
+                     "node",
+                     n ? n->name : "",
+                     "gpu",
+                     u64_array(gpu, pl->ngpus),
+                     "gpu_mib",
+                     u64_array(mib, pl->ngpus),
+                     "whole",
+                     pl->whole,
+                     "numa",
+                     pl->numa,
+                     "cpu_milli",
+                     (json_int_t)pl->cpu_milli,
+                     "mem_bytes",
+                     (json_int_t)pl->mem_bytes,
+                     "numa_cpu",
+                     u64_array(pl->numa_cpu, CRATER_SCHED_MAX_NUMA),
+                     "numa_mem",
+                     u64_array(pl->numa_mem, CRATER_SCHED_MAX_NUMA),
+                     "disk_iops",
+                     (json_int_t)pl->disk_iops,
+                     "disk_bw",
+                     (json_int_t)pl->disk_bw,
+                     "storage",
+                     pl->storage,
+                     "score",
+                     pl->score);
+}
+
+static int load_u64s(json_t *a, uint64_t *out, size_t max, size_t *n)
+{
+    size_t i;
+    json_t *v;
+
+    if (!json_is_array(a) || json_array_size(a) > max)
+        return -1;
+    json_array_foreach(a, i, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return -1;
+        out[i] = (uint64_t)json_integer_value(v);
+    }
+    *n = json_array_size(a);
+    return 0;
+}
+
+int placement_load(crater_daemon_t *d, json_t *v, crater_placement_t *pl)
+{
+    uint64_t gpu[CRATER_MAX_GPUS_PER_NODE], mib[CRATER_MAX_GPUS_PER_NODE];
+    json_int_t cpu = 0, mem = 0, iops = 0, bw = 0;
+    const char *node = NULL;
+    uint32_t sid;
+    int whole = 0, numa = -1, storage = -1;
+    json_t *jg, *jm, *jnc, *jnm;
+    size_t ng, nm, nn;
+    double score = 0;
+
+    memset(pl, 0, sizeof(*pl));
+    if (json_unpack(v,
+                    "{s:s, s:o, s:o, s:b, s:i, s:I, s:I, s:o, s:o, s:I,"
+                    " s:I, s:i, s?F}",
+                    "node",
+                    &node,
+                    "gpu",
+                    &jg,
+                    "gpu_mib",
+                    &jm,
+                    "whole",
+                    &whole,
+                    "numa",
+                    &numa,
+                    "cpu_milli",
+                    &cpu,
+                    "mem_bytes",
+                    &mem,
+                    "numa_cpu",
+                    &jnc,
+                    "numa_mem",
+                    &jnm,
+                    "disk_iops",
+                    &iops,
+                    "disk_bw",
+                    &bw,
+                    "storage",
+                    &storage,
+                    "score",
+                    &score)
+            < 0
+        || (sid = crater_sched_find_node(d->sched, node))
+               == CRATER_SCHED_NO_NODE
+        || load_u64s(jg, gpu, CRATER_MAX_GPUS_PER_NODE, &ng) < 0
+        || load_u64s(jm, mib, CRATER_MAX_GPUS_PER_NODE, &nm) < 0 || ng != nm
+        || load_u64s(jnc, pl->numa_cpu, CRATER_SCHED_MAX_NUMA, &nn) < 0
+        || load_u64s(jnm, pl->numa_mem, CRATER_SCHED_MAX_NUMA, &nn) < 0)
+        return -1;
+    pl->node = sid;
+    pl->ngpus = (uint32_t)ng;
+    for (size_t i = 0; i < ng; i++) {
+        pl->gpu[i] = (uint8_t)gpu[i];
+        pl->gpu_mib[i] = (uint32_t)mib[i];
+    }
+    pl->whole = whole;
+    pl->numa = numa;
+    pl->cpu_milli = (uint64_t)cpu;
+    pl->mem_bytes = (uint64_t)mem;
+    pl->disk_iops = (uint64_t)iops;
+    pl->disk_bw = (uint64_t)bw;
+    pl->storage = storage;
+    pl->score = score;
+    return 0;
+}
+
+/* ---- JSON forms ---------------------------------------------------------- */
+
+static json_t *ms_or_null(int64_t ms)
+{
+    return ms ? json_integer(ms) : json_null();
+}
+
+json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:o, s:o, s:i, "
+                          "s:b}",
+                          "id",
+                          "",
+                          "name",
+                          j->name ? j->name : "",
+                          "tenant",
+                          j->tenant,
+                          "state",
+                          job_state_name(j->state),
+                          "priority",
+                          j->priority,
+                          "workloadType",
+                          crater_workload_name(j->spec->workload_type),
+                          "submitted_ms",
+                          (json_int_t)j->submitted_ms,
+                          "started_ms",
+                          ms_or_null(j->started_ms),
+                          "finished_ms",
+                          ms_or_null(j->finished_ms),
+                          "attempts",
+                          (int)j->attempts,
+                          "preemptible",
+                          j->spec->preemptible);
+    char id[24];
+
+    if (!o)
+        return NULL;
+    snprintf(id, sizeof(id), "%" PRIu64, j->id);
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o,
+                        "resources",
+                        json_pack("{s:i, s:I, s:I, s:I}",
+                                  "gpus",
+                                  (int)j->spec->resources.gpu.count,
+                                  "gpu_memory_bytes",
+                                  (json_int_t)
+                                      j->spec->resources.gpu.memory_bytes,
+                                  "cpu_millis",
+                                  (json_int_t)j->spec->resources.cpu_milli,
+                                  "memory_bytes",
+                                  (json_int_t)j->spec->resources.memory_bytes));
+    if (job_state_final(j->state) && j->started_ms)
+        json_object_set_new(o,
+                            "exit",
+                            json_pack("{s:i, s:i, s:b}",
+                                      "code",
+                                      j->exit_code,
+                                      "signal",
+                                      j->exit_signal,
+                                      "oom",
+                                      j->oom));
+    if (j->placed)
+        json_object_set_new(o, "placement", placement_json(d, &j->pl));
+    if (j->last_reason && j->state == JS_PENDING)
+        json_object_set_new(o, "reason", json_string(j->last_reason));
+    if (full) {
+        json_object_set(o, "spec", j->spec_json);
+        json_object_set(o, "history", j->history);
+    }
+    return o;
+}
+
+json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
+{
+    json_t *o = json_pack("{s:I, s:s, s:i, s:I, s:I, s:I, s:i, s:i, s:i,"
+                          " s:b, s:b, s:I, s:O, s:O}",
+                          "id",
+                          (json_int_t)j->id,
+                          "state",
+                          job_state_name(j->state),
+                          "priority",
+                          j->priority,
+                          "submitted_ms",
+                          (json_int_t)j->submitted_ms,
+                          "started_ms",
+                          (json_int_t)j->started_ms,
+                          "finished_ms",
+                          (json_int_t)j->finished_ms,
+                          "attempts",
+                          (int)j->attempts,
+                          "exit_code",
+                          j->exit_code,
+                          "exit_signal",
+                          j->exit_signal,
+                          "oom",
+                          j->oom,
+                          "cancel_requested",
+                          j->cancel_requested,
+                          "lost_since_ms",
+                          (json_int_t)j->lost_since_ms,
+                          "spec",
+                          j->spec_json,
+                          "history",
+                          j->history);
+
+    if (o && j->placed)
+        json_object_set_new(o, "placement", placement_store(d, &j->pl));
+    return o;
+}
+
+static djob_t *job_new(void)
+{
+    djob_t *j = calloc(1, sizeof(*j));
+
+    if (!j)
+        return NULL;
+    j->history = json_array();
+    j->samples = json_array();
+    if (!j->history || !j->samples) {
+        job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Decode the normalised spec of a stored or submitted job. */
+static int spec_from_norm(crater_daemon_t *d,
+                          json_t *norm,
+                          crater_jobspec_t **spec,
+                          crater_error_t *err)
+{
+    crater_dec_t dec;
+
+    crater_dec_init(&dec, NULL, 0, err);
+    if (crater_jobspec_decode(&dec, norm, spec) < 0)
+        return -1;
+    return crater_jobspec_validate(*spec, d->kb, err);
+}
+
+static int job_fill(crater_daemon_t *d, djob_t *j, crater_error_t *err)
+{
+    const char *tenant = j->spec->tenant ? j->spec->tenant : "default";
+
+    j->name = strdup(j->spec->name ? j->spec->name : "");
+    j->tenant = strdup(tenant);
+    if (!j->name || !j->tenant)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return crater_request_from_spec(d->sched, j->spec, &j->req, err);
+}
+
+djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
+{
+    djob_t *j = job_new();
+    json_int_t id = 0, sub = 0, st = 0, fin = 0, lost = 0;
+    int attempts = 0, cancel = 0, oom = 0;
+    const char *state = NULL;
+    json_t *spec = NULL, *hist = NULL, *pl = NULL;
+
+    if (!j)
+        return NULL;
+    if (json_unpack(v,
+                    "{s:I, s:s, s:i, s:I, s:I, s:I, s:i, s:i, s:i, s:b,"
+                    " s:b, s?I, s:o, s:o, s?o}",
+                    "id",
+                    &id,
+                    "state",
+                    &state,
+                    "priority",
+                    &j->priority,
+                    "submitted_ms",
+                    &sub,
+                    "started_ms",
+                    &st,
+                    "finished_ms",
+                    &fin,
+                    "attempts",
+                    &attempts,
+                    "exit_code",
+                    &j->exit_code,
+                    "exit_signal",
+                    &j->exit_signal,
+                    "oom",
+                    &oom,
+                    "cancel_requested",
+                    &cancel,
+                    "lost_since_ms",
+                    &lost,
+                    "spec",
+                    &spec,
+                    "history",
+                    &hist,
+                    "placement",
+                    &pl)
+            < 0
+        || id <= 0 || job_state_parse(state) < 0) {
+        crater_errorf(err, CRATER_EPARSE, "malformed job record");
+        goto fail;
+    }
+    j->id = (uint64_t)id;
+    j->durable = true;
+    j->state = (job_state_t)job_state_parse(state);
+    j->submitted_ms = sub;
+    j->started_ms = st;
+    j->finished_ms = fin;
+    j->lost_since_ms = lost;
+    j->attempts = (uint32_t)attempts;
+    j->oom = oom;
+    j->cancel_requested = cancel;
+    j->spec_json = json_incref(spec);
+    json_decref(j->history);
+    j->history = json_incref(hist);
+    if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0)
+        goto fail;
+    if (pl && placement_load(d, pl, &j->pl) == 0)
+        j->placed = true;
+    return j;
+fail:
+    job_free(j);
+    return NULL;
+}
+
+/* A body is a single Job document, JSON or YAML, expanded through the
+ * profile registry and decoded and validated like `crater validate`. */
+int job_parse_body(crater_daemon_t *d,
+                   const char *body,
+                   size_t len,
+                   crater_jobspec_t **spec,
+                   json_t **norm,
+                   crater_error_t *err)
+{
+    crater_doc_t *doc = NULL;
+    json_t *root, *job = NULL;
+    crater_dec_t dec;
+    int rc = -1;
+
+    *spec = NULL;
+    if (crater_doc_parse(body, len, "body", &doc, err) < 0)
+        return -1;
+    if (crater_doc_count(doc) != 1) {
+        crater_errorf(err,
+                      CRATER_EINVAL,
+                      "body holds %zu documents; submit one job per request",
+                      crater_doc_count(doc));
+        goto out;
+    }
+    root = crater_doc_root(doc, 0);
+    crater_dec_init(&dec, doc, 0, err);
+    if (crater_kind_of(root) != CRATER_KIND_JOB) {
+        crater_errorf_field(err, CRATER_EINVAL, "kind", "kind: expected Job");
+        goto out;
+    }
+    job = crater_profiles_expand(d->profiles, &dec, root);
+    if (!job || crater_jobspec_decode(&dec, job, spec) < 0
+        || crater_jobspec_validate(*spec, d->kb, err) < 0)
+        goto out;
+    *norm = crater_jobspec_encode(*spec);
+    rc = *norm ? 0 : crater_errorf(err, CRATER_ENOMEM, "out of memory");
+out:
+    if (rc < 0) {
+        crater_jobspec_destroy(*spec);
+        *spec = NULL;
+    }
+    json_decref(job);
+    crater_doc_destroy(doc);
+    return rc;
+}
+
+/* ---- persistence and queue ---------------------------------------------- */
+
+int job_save(crater_daemon_t *d, djob_t *j, crater_store_done_f cb, void *arg)
+{
+    char key[64];
+
+    snprintf(key, sizeof(key), KEY_JOBS "%020" PRIu64, j->id);
+    return persist_put_json(d, key, job_to_store(d, j), cb, arg);
+}
+
+int queue_push_job(crater_daemon_t *d, djob_t *j)
+{
+    const crater_resources_t *r = &j->spec->resources;
+    crater_queue_entry_t e = {0};
+    double gpus = r->gpu.count;
+
+    if (r->gpu.memory_bytes)
+        gpus *= (double)r->gpu.memory_bytes / (80.0 * (1ull << 30));
+    e.id = j->id;
+    e.tenant = j->tenant;
+    e.priority = j->priority;
+    e.deadline_ms = j->spec->deadline_ms;
+    e.hard_deadline = j->spec->deadline_ms
+                      && j->spec->deadline_policy == CRATER_DEADLINE_HARD;
+    e.submit_ms = (uint64_t)j->submitted_ms;
+    e.demand[CRATER_QDIM_GPU] = gpus;
+    e.demand[CRATER_QDIM_CPU] = (double)r->cpu_milli;
+    e.demand[CRATER_QDIM_MEM] = (double)r->memory_bytes;
+    return crater_queue_push(d->queue, &e, NULL);
+}
+
+void job_release(crater_daemon_t *d, djob_t *j)
+{
+    if (!j->placed)
+        return;
+    crater_sched_release(d->sched, j->id, NULL);
+    j->placed = false;
+}
+
+void job_set_state(crater_daemon_t *d,
+                   djob_t *j,
+                   job_state_t to,
+                   const char *reason)
+{
+    int64_t now = dnow_ms();
+
+    if (to == JS_RUNNING && !j->started_ms)
+        j->started_ms = now;
+    if (job_state_final(to)) {
+        j->finished_ms = now;
+        job_release(d, j);
+        crater_queue_remove(d->queue, j->id, NULL);
+    }
+    if (to == JS_PENDING) {
+        job_release(d, j);
+        j->started_ms = 0;
+        queue_push_job(d, j);
+    }
+    if (to != JS_PENDING)
+        crater_queue_remove(d->queue, j->id, NULL);
+    j->state = to;
+    job_event(j, now, to, reason);
+    job_save(d, j, NULL, NULL);
+    d->dirty = true;
+}

@@ -1,0 +1,477 @@
+/* nodes.c - craterd's node registry: nodes known from agents (or a
+ * hardware file), their health from heartbeats, and the work channel that
+ * carries start/stop orders to each node's agent.
+ *
+ * The work channel is a per-node list of items numbered by a sequence
+ * number. An agent long-polls GET /agents/{node}/work?after=SEQ: items at
+ * or below SEQ are acknowledged and dropped; if items remain they are
+ * returned at once, otherwise the request is suspended (holding no server
+ * thread) until an item is pushed or its wait expires. Pushing an item
+ * completes the suspended poll in the same critical section, so a task
+ * reaches its agent as soon as its binding is durable. Re-sending is safe:
+ * the agent keys tasks by job id and attempt.
+ *
+ * Health: a node whose last heartbeat is older than heartbeatTimeout
+ * becomes NotReady; its jobs are handled by agent.migrationPolicy (see
+ * node_health_tick). Callers hold d->mu.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crater/hwfile.h"
+#include "daemon/internal.h"
+
+dnode_t *node_find(crater_daemon_t *d, const char *name)
+{
+    for (size_t i = 0; i < d->nnodes; i++)
+        if (strcmp(d->nodes[i]->name, name) == 0)
+            return d->nodes[i];
+    return NULL;
+}
+
+dnode_t *node_by_sid(crater_daemon_t *d, uint32_t sid)
+{
+    for (size_t i = 0; i < d->nnodes; i++)
+        if (d->nodes[i]->sid == sid)
+            return d->nodes[i];
+    return NULL;
+}
+
+static int nodes_grow(crater_daemon_t *d)
+{
+    size_t cap;
+    dnode_t **n;
+
+    if (d->nnodes < d->capnodes)
+        return 0;
+    cap = d->capnodes ? d->capnodes * 2 : 16;
+    n = realloc(d->nodes, cap * sizeof(*n));
+    if (!n)
+        return -1;
+    d->nodes = n;
+    d->capnodes = cap;
+    return 0;
+}
+
+/* hw: a Node document (or a Cluster of one node) in the hardware-file
+ * schema; expect: the name it must have, or NULL. */
+dnode_t *node_add(crater_daemon_t *d,
+                  json_t *hw,
+                  const char *expect,
+                  crater_error_t *err)
+{
+    crater_cluster_t *c = NULL;
+    crater_dec_t dec;
+    dnode_t *n = NULL;
+    int sid;
+
+    crater_dec_init(&dec, NULL, 0, err);
+    if (crater_hw_decode(&dec, hw, d->kb, &c) < 0)
+        return NULL;
+    if (c->nnodes != 1) {
+        crater_errorf_field(err,
+                            CRATER_EINVAL,
+                            "node",
+                            "expected one Node document, got %zu nodes",
+                            c->nnodes);
+        goto out;
+    }
+    if (expect && strcmp(c->nodes[0].name, expect) != 0) {
+        crater_errorf_field(err,
+                            CRATER_ECONFLICT,
+                            "node.name",
+                            "node.name '%s' does not match the path's '%s'",
+                            c->nodes[0].name,
+                            expect);
+        goto out;
+    }
+    if (node_find(d, c->nodes[0].name)) {
+        crater_errorf_field(err,
+                            CRATER_EEXIST,
+                            "metadata.name",
+                            "node '%s' is already registered",
+                            c->nodes[0].name);
+        goto out;
+    }
+    if (nodes_grow(d) < 0 || !(n = calloc(1, sizeof(*n)))
+        || !(n->name = strdup(c->nodes[0].name))) {
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((sid = crater_sched_add_node(d->sched, &c->nodes[0], err)) < 0)
+        goto fail;
+    n->sid = (uint32_t)sid;
+    n->hw = crater_hw_encode_node(&c->nodes[0]);
+    crater_sched_set_ready(d->sched, n->sid, false);
+    d->nodes[d->nnodes++] = n;
+    goto out;
+fail:
+    if (n)
+        free(n->name);
+    free(n);
+    n = NULL;
+out:
+    crater_cluster_destroy(c);
+    return n;
+}
+
+int node_save(crater_daemon_t *d, dnode_t *n)
+{
+    char key[512];
+    json_t *v = json_pack("{s:O, s:b, s:s}",
+                          "hardware",
+                          n->hw,
+                          "cordoned",
+                          n->cordoned,
+                          "reason",
+                          n->reason ? n->reason : "");
+
+    snprintf(key, sizeof(key), KEY_NODES "%s", n->name);
+    return persist_put_json(d, key, v, NULL, NULL);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+typedef struct alloc {
+    uint64_t gpus, gpu_mem, cpu, mem;
+} alloc_t;
+
+static void node_alloc(crater_daemon_t *d,
+                       const dnode_t *n,
+                       alloc_t *a,
+                       json_t *jobs)
+{
+    char id[24];
+
+    memset(a, 0, sizeof(*a));
+    for (size_t i = 0; i < d->njobs; i++) {
+        const djob_t *j = d->jobs[i];
+        if (!j->placed || j->pl.node != n->sid)
+            continue;
+        a->gpus += j->pl.ngpus;
+        for (uint32_t g = 0; g < j->pl.ngpus; g++)
+            a->gpu_mem += (uint64_t)j->pl.gpu_mib[g] << 20;
+        a->cpu += j->pl.cpu_milli;
+        a->mem += j->pl.mem_bytes;
+        snprintf(id, sizeof(id), "%" PRIu64, j->id);
+        if (jobs)
+            json_array_append_new(jobs, json_string(id));
+    }
+}
+
+static uint64_t node_gpu_mem(const crater_node_t *cn)
+{
+    uint64_t m = 0;
+
+    for (size_t i = 0; i < cn->ngpus; i++)
+        m += cn->gpus[i].memory_bytes;
+    return m;
+}
+
+static double frac(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0.0;
+}
+
+const char *node_state_name(const dnode_t *n)
+{
+    if (!n->registered)
+        return "Unknown";
+    return n->ready ? "Ready" : "NotReady";
+}
+
+json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)
+{
+    const crater_node_t *cn = crater_sched_node(d->sched, n->sid);
+    json_t *jobs = json_array();
+    uint64_t gmem = node_gpu_mem(cn);
+    alloc_t a;
+    double gu = 0;
+
+    node_alloc(d, n, &a, jobs);
+    for (size_t i = 0; i < cn->ngpus; i++)
+        gu += n->util.gpu[i];
+    return json_pack("{s:s, s:s, s:b, s:b, s:s, s:I, s:{s:I, s:I, s:I, s:I},"
+                     " s:{s:I, s:I, s:I, s:I}, s:{s:f, s:f, s:f, s:f, s:f},"
+                     " s:{s:f, s:f, s:f, s:f}, s:o}",
+                     "name",
+                     n->name,
+                     "state",
+                     node_state_name(n),
+                     "cordoned",
+                     n->cordoned,
+                     "draining",
+                     n->draining,
+                     "reason",
+                     n->reason ? n->reason : "",
+                     "last_heartbeat_ms",
+                     (json_int_t)n->last_hb_ms,
+                     "capacity",
+                     "gpus",
+                     (json_int_t)cn->ngpus,
+                     "gpu_memory_bytes",
+                     (json_int_t)gmem,
+                     "cpu_millis",
+                     (json_int_t)crater_node_cpu_milli(cn),
+                     "memory_bytes",
+                     (json_int_t)crater_node_memory_bytes(cn),
+                     "allocated",
+                     "gpus",
+                     (json_int_t)a.gpus,
+                     "gpu_memory_bytes",
+                     (json_int_t)a.gpu_mem,
+                     "cpu_millis",
+                     (json_int_t)a.cpu,
+                     "memory_bytes",
+                     (json_int_t)a.mem,
+                     "utilization",
+                     "gpu",
+                     frac(a.gpus, cn->ngpus),
+                     "gpu_memory",
+                     frac(a.gpu_mem, gmem),
+                     "cpu",
+                     frac(a.cpu, crater_node_cpu_milli(cn)),
+                     "memory",
+                     frac(a.mem, crater_node_memory_bytes(cn)),
+                     "disk",
+                     0.0,
+                     "measured",
+                     "gpu",
+                     cn->ngpus ? gu / (double)cn->ngpus : 0.0,
+                     "cpu",
+                     n->util.cpu,
+                     "memory",
+                     n->util.mem,
+                     "disk",
+                     n->util.disk,
+                     "jobs",
+                     jobs);
+}
+
+/* ---- work channel ---------------------------------------------------------
+ */
+
+void node_complete_poll(dnode_t *n)
+{
+    crater_http_resp_t resp = {0};
+    json_t *items;
+
+    if (!n->poll)
+        return;
+    items = json_array();
+    for (size_t i = 0; i < n->nwork; i++)
+        if (n->work[i].seq > n->poll_after)
+            json_array_append(items, n->work[i].item);
+    crater_http_json(&resp,
+                     200,
+                     json_pack("{s:I, s:o}",
+                               "seq",
+                               (json_int_t)n->seq,
+                               "items",
+                               items));
+    crater_http_complete(n->poll, &resp);
+    n->poll = NULL;
+}
+
+int node_push_work(crater_daemon_t *d, dnode_t *n, json_t *item)
+{
+    (void)d;
+    if (!item)
+        return -1;
+    if (n->nwork == n->capwork) {
+        size_t cap = n->capwork ? n->capwork * 2 : 16;
+        work_item_t *w = realloc(n->work, cap * sizeof(*w));
+        if (!w) {
+            json_decref(item);
+            return -1;
+        }
+        n->work = w;
+        n->capwork = cap;
+    }
+    n->seq++;
+    json_object_set_new(item, "seq", json_integer((json_int_t)n->seq));
+    n->work[n->nwork].seq = n->seq;
+    n->work[n->nwork++].item = item;
+    node_complete_poll(n);
+    return 0;
+}
+
+void node_poll_tick(crater_daemon_t *d, int64_t now)
+{
+    for (size_t i = 0; i < d->nnodes; i++) {
+        dnode_t *n = d->nodes[i];
+        if (n->poll && (now >= n->poll_deadline_ms || d->stopping))
+            node_complete_poll(n);
+    }
+}
+
+static json_t *env_json(crater_daemon_t *d, const djob_t *j)
+{
+    const crater_node_t *cn = crater_sched_node(d->sched, j->pl.node);
+    json_t *env = json_object();
+    char uuids[CRATER_MAX_GPUS_PER_NODE * 48] = "";
+    size_t off = 0;
+
+    for (size_t i = 0; i < j->spec->nenv; i++)
+        json_object_set_new(env,
+                            j->spec->env[i].key,
+                            json_string(j->spec->env[i].value));
+    for (uint32_t i = 0; i < j->pl.ngpus && cn; i++) {
+        const char *u = cn->gpus[j->pl.gpu[i]].uuid;
+        off += (size_t)snprintf(uuids + off,
+                                sizeof(uuids) - off,
+                                "%s%s",
+                                i ? "," : "",
+                                u ? u : "");
+        if (off >= sizeof(uuids))
+            break;
+    }
+    json_object_set_new(env, "CUDA_VISIBLE_DEVICES", json_string(uuids));
+    json_object_set_new(env, "CUDA_DEVICE_ORDER", json_string("PCI_BUS_ID"));
+    json_object_set_new(env, "CRATER_JOB_ID", json_sprintf("%" PRIu64, j->id));
+    return env;
+}
+
+json_t *task_json(crater_daemon_t *d, const djob_t *j)
+{
+    json_t *argv = json_array();
+    char id[24];
+
+    for (char *const *a = j->spec->command; a && *a; a++)
+        json_array_append_new(argv, json_string(*a));
+    snprintf(id, sizeof(id), "%" PRIu64, j->id);
+    return json_pack("{s:s, s:i, s:o, s:o, s:s?, s:o, s:{s:I, s:I, s:f},"
+                     " s:I, s:O}",
+                     "job",
+                     id,
+                     "attempt",
+                     (int)j->attempts,
+                     "argv",
+                     argv,
+                     "env",
+                     env_json(d, j),
+                     "workingDir",
+                     j->spec->workdir,
+                     "placement",
+                     placement_json(d, &j->pl),
+                     "limits",
+                     "cpu_millis",
+                     (json_int_t)j->pl.cpu_milli,
+                     "memory_bytes",
+                     (json_int_t)j->pl.mem_bytes,
+                     "cpuLimitMultiplier",
+                     j->spec->cpu_limit_multiplier,
+                     "gracePeriod_ms",
+                     (json_int_t)j->spec->grace_period_ms,
+                     "spec",
+                     j->spec_json);
+}
+
+void node_send_start(crater_daemon_t *d, djob_t *j)
+{
+    dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
+
+    if (n)
+        node_push_work(d,
+                       n,
+                       json_pack("{s:s, s:o}",
+                                 "op",
+                                 "start",
+                                 "task",
+                                 task_json(d, j)));
+}
+
+void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
+{
+    dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
+    char id[24];
+
+    if (!n)
+        return;
+    snprintf(id, sizeof(id), "%" PRIu64, j->id);
+    node_push_work(d,
+                   n,
+                   json_pack("{s:s, s:s, s:i, s:I, s:s}",
+                             "op",
+                             "stop",
+                             "job",
+                             id,
+                             "attempt",
+                             (int)j->attempts,
+                             "gracePeriod_ms",
+                             (json_int_t)j->spec->grace_period_ms,
+                             "reason",
+                             reason ? reason : ""));
+}
+
+/* ---- health -------------------------------------------------------------- */
+
+/* What happens to a job whose node stopped heartbeating. */
+static void job_node_lost(crater_daemon_t *d, djob_t *j, int64_t now)
+{
+    const crater_config_t *c = &d->cfg;
+    int64_t ran = j->started_ms ? now - j->started_ms : 0;
+
+    if (j->state == JS_LOST) {
+        /* conservative: already waited one more timeout for a reconnect */
+        if (now - j->lost_since_ms < (int64_t)c->agent.heartbeat_timeout_ms)
+            return;
+        j->attempts++;
+        job_set_state(d, j, JS_PENDING, "requeued: node did not come back");
+        return;
+    }
+    if (c->agent.migration_policy == CRATER_MIGRATION_NEVER) {
+        job_set_state(d, j, JS_FAILED, "node lost (migrationPolicy never)");
+        return;
+    }
+    if (c->agent.migration_policy == CRATER_MIGRATION_CONSERVATIVE
+        && j->state == JS_RUNNING
+        && ran >= (int64_t)c->agent.migration_min_runtime_ms) {
+        j->lost_since_ms = now;
+        job_set_state(d,
+                      j,
+                      JS_LOST,
+                      "node not responding; waiting for it to reconnect");
+        return;
+    }
+    j->attempts++;
+    job_set_state(d, j, JS_PENDING, "requeued: node lost");
+}
+
+static void node_went_away(crater_daemon_t *d, dnode_t *n, int64_t now)
+{
+    n->ready = false;
+    n->notready_since_ms = now;
+    crater_sched_set_ready(d->sched, n->sid, false);
+    declog_write(d,
+                 json_pack("{s:I, s:s, s:s, s:s}",
+                           "time_ms",
+                           (json_int_t)now,
+                           "decision",
+                           "node-notready",
+                           "node",
+                           n->name,
+                           "reason",
+                           "no heartbeat within heartbeatTimeout"));
+}
+
+void node_health_tick(crater_daemon_t *d, int64_t now)
+{
+    int64_t timeout = (int64_t)d->cfg.agent.heartbeat_timeout_ms;
+
+    for (size_t i = 0; i < d->nnodes; i++) {
+        dnode_t *n = d->nodes[i];
+        if (n->registered && n->ready && now - n->last_hb_ms > timeout)
+            node_went_away(d, n, now);
+    }
+    for (size_t i = 0; i < d->njobs; i++) {
+        djob_t *j = d->jobs[i];
+        dnode_t *n;
+        if (!j->placed || !job_state_holds(j->state))
+            continue;
+        n = node_by_sid(d, j->pl.node);
+        if (n && n->registered && !n->ready && now >= n->notready_since_ms)
+            job_node_lost(d, j, now);
+    }
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# test_craterd.sh - craterd as clients see it, over real HTTP on loopback:
+# health, auth and tenancy, input errors (bad JSON, unknown fields, wrong
+# units, oversize bodies), submit/list/get/cancel with pagination, the agent
+# protocol (register, long-poll work, heartbeats) driving a job from pending
+# to succeeded, preemption of a low-priority job by a high one, quotas,
+# dry-run placement, metrics checked by promtool, the decision log, and a
+# kill -9 restart that keeps pending and running jobs where they were.
+set -uo pipefail
+src=${CRATER_SOURCE_DIR:?}
+pass=0 fail=0
+tmp=$(mktemp -d)
+pid=""
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+. "$src/tests/integration/craterd_lib.sh"
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; [ -f "$tmp/body" ] && head -c 600 "$tmp/body" && echo; }
+expect() { # expect NAME STATUS [JQ_FILTER]: last api call had STATUS and jq filter is true
+    local name=$1 want=$2 filter=${3:-}
+    if [ "$code" != "$want" ]; then bad "$name: status $code, wanted $want"; return; fi
+    if [ -n "$filter" ] && ! jq -e "$filter" "$tmp/body" >/dev/null 2>&1; then
+        bad "$name: $filter"; return
+    fi
+    ok
+}
+job() { # job FILE NAME [YAML lines...]: a job spec
+    local f=$1 name=$2; shift 2
+    { echo "name: $name"; echo "command: [sleep, '1']"; for l in "$@"; do echo "$l"; done; } >"$f"
+}
+field() { jq -r "$1" "$tmp/body"; }
+
+start_craterd "$tmp/data" --hardware "$src/examples/hardware/h100x8.yaml" || exit 1
+node=gpu-h100-0
+
+# ---- health and auth ----------------------------------------------------------
+api GET /healthz; expect healthz 200 '.status == "ok"'
+api GET /readyz; expect readyz 200
+api GET /api/v1/jobs; expect "no token" 401 '.error | test("missing token")'
+api GET /api/v1/jobs crt_not_a_real_token; expect "bad token" 401 '.error == "invalid token"'
+echo '{"role":"user","tenant":"team-a","name":"alice"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "user token" 201 '.token | startswith("crt_")'
+ua=$(field .token)
+echo '{"role":"user","tenant":"team-b"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; ub=$(field .token)
+api POST /api/v1/tokens "$ua" "$tmp/t"; expect "user cannot mint tokens" 403
+echo "{\"role\":\"agent\",\"node\":\"$node\"}" >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; agent=$(field .token)
+echo '{"role":"agent","node":"other-node"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; other=$(field .token)
+echo '{"role":"wizard"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "bad role" 400 '.field == "role"'
+api GET /api/v1/tokens "$admin"; expect "tokens hashed" 200 "[.items[].hash | length == 64] | all and (tostring | test(\"crt_\") | not)"
+
+# ---- input errors -------------------------------------------------------------
+printf '{"name": ' >"$tmp/j"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "bad JSON" 400 '.code == "EPARSE"'
+printf '{"name": "x", "comand": ["true"]}' >"$tmp/j"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "unknown field" 400 '.field == "comand" and (.error | test("command"))'
+job "$tmp/j" units "resources: {memory: 20GB/s}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "wrong unit" 400 '.code == "EUNIT" and .field == "resources.memory" and (.error | test(":3:"))'
+head -c 5000000 /dev/zero | tr '\0' ' ' >"$tmp/big"
+api POST /api/v1/jobs "$admin" "$tmp/big"; expect "oversize body" 413 '.code == "ELIMIT"'
+job "$tmp/j" huge "resources: {gpu: {count: 64, memory: 200Gi}}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "impossible slice" 422 '.field | startswith("resources.gpu")'
+api GET /api/v1/jobs?state=sleeping "$admin"; expect "bad state filter" 400 '.field == "state"'
+api GET /api/v1/nope "$admin"; expect "unknown path" 404
+api PUT /api/v1/jobs "$admin"; expect "wrong method" 405
+
+# ---- tenancy ------------------------------------------------------------------
+job "$tmp/j" a-job "resources: {cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$ua" "$tmp/j"; expect "user submit" 201 '.tenant == "team-a" and .state == "pending"'
+ja=$(field .id)
+api GET "/api/v1/jobs/$ja" "$ub"; expect "other tenant cannot see" 404
+api POST "/api/v1/jobs/$ja/cancel" "$ub"; expect "other tenant cannot cancel" 404
+api GET "/api/v1/jobs" "$ub"; expect "other tenant list empty" 200 '.items | length == 0'
+api GET "/api/v1/jobs/$ja" "$ua"; expect "own job" 200 ".id == \"$ja\""
+job "$tmp/j" sneaky "tenant: team-b" "resources: {cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$ua" "$tmp/j"; expect "submit into other tenant" 403 '.field == "metadata.tenant"'
+api POST "/api/v1/nodes/$node/cordon" "$ua"; expect "user cannot cordon" 403
+echo '{"version":"0.1.0","node":{}}' >"$tmp/r"
+api POST "/api/v1/agents/$node/register" "$other"; expect "agent of other node" 403
+
+# ---- paging -------------------------------------------------------------------
+for i in 1 2 3 4 5; do
+    job "$tmp/j" page-$i "priority: -100" "resources: {cpu: 1, memory: 1Gi}"
+    api POST /api/v1/jobs "$admin" "$tmp/j"
+done
+api GET "/api/v1/jobs?limit=2&tenant=default" "$admin"; expect "page 1" 200 '(.items | length == 2) and (.next != null)'
+n1=$(field .next)
+api GET "/api/v1/jobs?limit=2&tenant=default&after=$n1" "$admin"; expect "page 2" 200 '(.items | length == 2)'
+n2=$(field .next)
+api GET "/api/v1/jobs?limit=2&tenant=default&after=$n2" "$admin"; expect "page 3" 200 '(.items | length == 1) and .next == null'
+
+# ---- the agent protocol -------------------------------------------------------
+"${CRATER_BIN:?}" validate -o json "$src/examples/hardware/h100x8.yaml" 2>/dev/null \
+    | jq '{version: "0.1.0", node: .}' >"$tmp/r"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\""
+seq=$(field .seq)
+api POST "/api/v1/agents/$node/heartbeat" "$agent" <(echo '{"tasks": []}'); expect heartbeat 200
+api GET "/api/v1/nodes/$node" "$admin"; expect "node ready" 200 '.state == "Ready"'
+# the six pending jobs were bound as soon as the node came up
+api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=3000" "$agent"
+expect "work arrives" 200 "[.items[] | select(.op == \"start\") | .task.job] | index(\"$ja\") != null"
+seq=$(field .seq)
+start=$(jq -c "[.items[] | select(.task.job == \"$ja\")][0].task" "$tmp/body")
+echo "$start" | jq -e '.argv == ["sleep","1"] and (.env.CUDA_DEVICE_ORDER == "PCI_BUS_ID")' >/dev/null && ok || bad "task has argv and env"
+printf '{"tasks":[{"job":"%s","attempt":1,"state":"running","usage":{"cpu_millis":900}}]}' "$ja" >"$tmp/h"
+api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+api GET "/api/v1/jobs/$ja" "$ua"; expect "running" 200 '.state == "running" and .started_ms != null'
+printf '{"tasks":[{"job":"%s","attempt":1,"state":"succeeded","exit_code":0}]}' "$ja" >"$tmp/h"
+api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+api GET "/api/v1/jobs/$ja/events" "$ua"
+expect "events" 200 '[.items[].state | select(. != "pending")] == ["bound","running","succeeded"] and .items[0].reason == "submitted"'
+api GET "/api/v1/jobs/$ja/metrics" "$ua"; expect "job metrics" 200 '(.samples | length == 1) and .end_ms != null'
+printf 'hello from the task\n' >"$tmp/log"
+api POST "/api/v1/agents/$node/logs/$ja?stream=stdout&offset=0" "$agent" "$tmp/log"; expect "log upload" 200
+api GET "/api/v1/jobs/$ja/logs" "$ua"
+[ "$code" = 200 ] && grep -q 'hello from the task' "$tmp/body" && ok || bad "log read"
+api POST "/api/v1/jobs/$ja/cancel" "$ua"; expect "cancel finished job" 409
+
+# ---- dry run ------------------------------------------------------------------
+job "$tmp/j" dry "resources: {gpu: {count: 2}, cpu: 8, memory: 64Gi}"
+api POST /api/v1/schedule "$admin" "$tmp/j"
+expect "dry run fits" 200 ".fits and .placement.node == \"$node\" and (.placement.gpus | length == 2) and (.placement.gpus[0].uuid | length > 0)"
+job "$tmp/j" dry2 "resources: {gpu: {count: 1}, cpu: 500, memory: 64Gi}"
+api POST /api/v1/schedule "$admin" "$tmp/j"; expect "dry run explains" 200 '(.fits | not) and (.reason | length > 0)'
+
+# long poll: a job submitted while the agent waits reaches it at once
+curl -s -H "Authorization: Bearer $agent" "$url/api/v1/agents/$node/work?after=$seq&wait_ms=20000" >"$tmp/poll" &
+cpid=$!
+sleep 0.3
+job "$tmp/j" quick "resources: {gpu: {count: 1, memory: 10Gi}, cpu: 1, memory: 1Gi}"
+t0=$(date +%s%N)
+api POST /api/v1/jobs "$admin" "$tmp/j"; jq_quick=$(field .id)
+wait $cpid
+t1=$(date +%s%N)
+jq -e "[.items[].task.job] | index(\"$jq_quick\") != null" "$tmp/poll" >/dev/null && ok || bad "long poll delivers the new job"
+echo "long poll: job delivered $(( (t1 - t0) / 1000000 )) ms after submit"
+seq=$(jq -r .seq "$tmp/poll")
+
+# ---- preemption -------------------------------------------------------------------
+job "$tmp/j" low "priority: -50" "preemptible: true" "resources: {gpu: {count: 7}, cpu: 8, memory: 64Gi}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; low=$(field .id)
+sleep 0.5
+api GET "/api/v1/jobs/$low" "$admin"; expect "low bound" 200 '.state == "bound"'
+printf '{"tasks":[{"job":"%s","attempt":1,"state":"running"}]}' "$low" >"$tmp/h"
+api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+job "$tmp/j" high "priorityClass: high" "resources: {gpu: {count: 4}, cpu: 8, memory: 64Gi}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; high=$(field .id)
+sleep 0.5
+api GET "/api/v1/jobs/$low" "$admin"; expect "victim preempting" 200 '.state == "preempting"'
+api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=2000" "$agent"
+expect "stop order" 200 "[.items[] | select(.op == \"stop\" and .job == \"$low\")] | length == 1"
+seq=$(field .seq)
+printf '{"tasks":[{"job":"%s","attempt":1,"state":"failed","exit_code":0,"signal":15}]}' "$low" >"$tmp/h"
+api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+sleep 0.5
+api GET "/api/v1/jobs/$low" "$admin"; expect "victim requeued" 200 '(.state == "pending" or .state == "bound") and .attempts == 2 and ([.history[].state] | index("preempted") != null)'
+api GET "/api/v1/jobs/$high" "$admin"; expect "preemptor bound" 200 '.state == "bound"'
+printf '{"tasks":[{"job":"%s","attempt":1,"state":"running"}]}' "$high" >"$tmp/h"
+api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+
+# ---- quota ------------------------------------------------------------------------
+echo '{"quota": {"gpus": 1, "memory": "4Gi"}}' >"$tmp/q"
+api PUT /api/v1/tenants/team-a "$admin" "$tmp/q"; expect "set quota" 200 '.quota.gpus == 1'
+echo '{"quota": {"memory": "4GB/s"}}' >"$tmp/q"
+api PUT /api/v1/tenants/team-a "$admin" "$tmp/q"; expect "quota unit error" 400 '.field == "quota.memory"'
+job "$tmp/j" greedy "resources: {gpu: {count: 2}, cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$ua" "$tmp/j"; expect "over quota" 422 '.field == "resources.gpu.count" and (.error | test("quota"))'
+
+# ---- cordon, nodes, resources -----------------------------------------------------
+api GET "/api/v1/resources?filter=type:gpu" "$admin"; expect "gpu resources" 200 '(.items | length == 8) and all(.items[]; .type == "gpu")'
+uuid=$(jq -r '.items[0].uuid' "$tmp/body")
+api GET "/api/v1/resources/$uuid/capabilities" "$admin"; expect "capabilities" 200 '.memory_bytes > 0 and .sm_count > 0'
+api GET "/api/v1/resources?filter=colour:red" "$admin"; expect "bad filter" 400 '.field == "filter"'
+echo '{"reason": "disk replacement"}' >"$tmp/c"
+api POST "/api/v1/nodes/$node/cordon" "$admin" "$tmp/c"; expect cordon 200 '.cordoned and .reason == "disk replacement"'
+api POST "/api/v1/nodes/$node/uncordon" "$admin"; expect uncordon 200 '.cordoned | not'
+
+# ---- metrics ------------------------------------------------------------------------
+curl -s "$url/metrics" >"$tmp/metrics.txt"
+if command -v promtool >/dev/null; then
+    promtool check metrics <"$tmp/metrics.txt" >"$tmp/lint" 2>&1 && ok || { bad "promtool"; cat "$tmp/lint"; }
+else
+    echo "SKIP: promtool not installed (Debian package prometheus)"
+fi
+grep -q "crater_resource_capability_utilization{node=\"$node\",resource=\"gpu\"}" "$tmp/metrics.txt" && ok || bad "utilization metric"
+grep -q '^crater_decisions_total{result="bound"} [1-9]' "$tmp/metrics.txt" && ok || bad "decisions metric"
+grep -q '^crater_preemptions_total [1-9]' "$tmp/metrics.txt" && ok || bad "preemptions metric"
+grep -q '"decision":"preempting"' "$tmp/data/decisions.log" && ok || bad "decision log"
+
+# ---- kill -9 and restart ------------------------------------------------------------
+api GET "/api/v1/jobs?state=pending" "$admin"; pending_before=$(jq -c '[.items[].id]' "$tmp/body")
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+start_craterd "$tmp/data" || exit 1
+api GET "/api/v1/jobs?state=pending" "$admin"
+expect "pending survive restart" 200 "[.items[].id] == $pending_before"
+api GET "/api/v1/jobs/$high" "$admin"; expect "running survives restart" 200 ".state == \"running\" and .placement.node == \"$node\""
+api GET "/api/v1/jobs/$ja" "$ua"; expect "tokens survive restart" 200 '.state == "succeeded"'
+api GET "/api/v1/nodes/$node" "$admin"; expect "node waits for agent" 200 '.state == "NotReady"'
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect "re-register" 200 "[.tasks[].job] | index(\"$high\") != null"
+
+stop_craterd && ok || bad "clean stop"
+if grep -q 'Sanitizer' "$craterd_log"; then bad "sanitizer report"; cat "$craterd_log"; else ok; fi
+
+echo "test_craterd: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
