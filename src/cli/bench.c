@@ -867,6 +867,8 @@ int cli_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "sched") == 0)
         return bench_sched(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "submit") == 0)
+        return cli_bench_submit(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         fputs(usage_text, stdout);
         return CLI_EXIT_OK;

@@ -8,7 +8,8 @@
 enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_REJECTED = 1,
-    CLI_EXIT_USAGE = 2
+    CLI_EXIT_USAGE = 2,
+    CLI_EXIT_UNAVAIL = 3 /* no answer from the server (or it is not ready) */
 };
 
 typedef enum cli_format {
@@ -28,11 +29,25 @@ int cli_config(int argc, char **argv);
 int cli_kb(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+/* bench submit (bench_api.c); argv[0] is the verb. */
+int cli_bench_submit(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 
 /* sim replay / sim synthetic (sim_replay.c); argv[0] is the verb. */
 int cli_sim_replay(int argc, char **argv);
 int cli_sim_synthetic(int argc, char **argv);
+
+/* Commands that talk to craterd (cmd_jobs.c, cmd_nodes.c; doc/cli.md). */
+int cli_submit(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_get(int argc, char **argv);
+int cli_describe(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+int cli_logs(int argc, char **argv);
+int cli_cancel(int argc, char **argv);
+int cli_top(int argc, char **argv);
+int cli_nodes(int argc, char **argv);
+int cli_token(int argc, char **argv);
 
 /* "-o json|yaml|text" value to a format; -1 when unknown. */
 int cli_parse_format(const char *s);

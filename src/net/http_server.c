@@ -761,7 +761,7 @@ static int bind_socket(const struct addrinfo *ai,
 static int open_listener(const char *spec, uint16_t *port, crater_error_t *err)
 {
     char host[256];
-    const char *service;
+    const char *service = NULL;
     struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
                              .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
