@@ -479,8 +479,8 @@ static json_t *explain_json(crater_daemon_t *d, djob_t *j)
             json_object_set_new(o,
                                 "reason",
                                 json_sprintf("waiting for %" PRIu64 " preempted"
-                                                                    " job(s) "
-                                                                    "to stop",
+                                             " job(s) "
+                                             "to stop",
                                              j->waiting_for));
         else if (j->last_reason)
             json_object_set_new(o, "reason", json_string(j->last_reason));

@@ -373,7 +373,7 @@ static void h_resources(crater_http_req_t *r,
     items = json_array();
     for (size_t i = 0; i < d->nnodes; i++) {
         const dnode_t *n = d->nodes[i];
-        const crater_node_t *cn = crater_sched_node(d->sched, n->sid);
+        const crater_node_t *cn = node_model(d, n->sid);
         if (f.node && strcmp(f.node, n->name) != 0)
             continue;
         if (!f.type || !strcmp(f.type, "gpu"))
@@ -392,7 +392,7 @@ static int find_gpu(crater_daemon_t *d,
                     size_t *idx)
 {
     for (size_t i = 0; i < d->nnodes; i++) {
-        const crater_node_t *cn = crater_sched_node(d->sched, d->nodes[i]->sid);
+        const crater_node_t *cn = node_model(d, d->nodes[i]->sid);
         for (size_t g = 0; g < cn->ngpus; g++)
             if (cn->gpus[g].uuid && strcmp(cn->gpus[g].uuid, uuid) == 0) {
                 *n = d->nodes[i];
@@ -410,10 +410,7 @@ static json_t *host_caps(crater_daemon_t *d, const char *id)
     size_t i;
 
     for (size_t k = 0; k < d->nnodes; k++)
-        add_host(d->nodes[k],
-                 crater_sched_node(d->sched, d->nodes[k]->sid),
-                 &f,
-                 items);
+        add_host(d->nodes[k], node_model(d, d->nodes[k]->sid), &f, items);
     json_array_foreach(items, i, v)
     {
         if (strcmp(json_string_value(json_object_get(v, "uuid")), id) == 0)
@@ -436,7 +433,7 @@ static void h_caps(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     if (api_auth(d, r, resp, &p) < 0)
         goto out;
     if (find_gpu(d, id, &n, &g) == 0) {
-        o = gpu_caps(&crater_sched_node(d->sched, n->sid)->gpus[g]);
+        o = gpu_caps(&node_model(d, n->sid)->gpus[g]);
         json_object_set_new(o, "node", json_string(n->name));
         crater_http_json(resp, 200, o);
     } else if ((o = host_caps(d, id)))

@@ -151,7 +151,10 @@ static int make_token(crater_daemon_t *d,
         rec.tenant = strdup(scope);
     if (role == CRATER_ROLE_AGENT)
         rec.node = strdup(scope);
-    text = json_dumps(crater_token_rec_to_json(&rec), JSON_COMPACT);
+    json_t *v = crater_token_rec_to_json(&rec);
+
+    text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
     snprintf(key, sizeof(key), KEY_TOKENS "%s", rec.hash);
     t = crater_txn_create();
     rc = t && text && crater_txn_put(t, key, text, strlen(text), 0, err) == 0
@@ -303,6 +306,7 @@ static void free_state(crater_daemon_t *d)
             json_decref(n->work[k].item);
         free(n->work);
         json_decref(n->hw);
+        crater_cluster_destroy(n->model);
         free(n->reason);
         free(n->name);
         free(n);

@@ -105,7 +105,9 @@ typedef struct dnode {
     char *reason;
     int64_t last_hb_ms;
     int64_t notready_since_ms;
-    json_t *hw; /* the Node document as stored */
+    json_t *hw;              /* the Node document as stored */
+    crater_cluster_t *model; /* hw decoded: the full model (the core keeps
+                                only what it schedules on) */
     crater_node_util_t util;
     double util_mem_bw; /* unused placeholder for later dimensions */
     /* work channel */
@@ -210,6 +212,8 @@ void job_set_state(crater_daemon_t *d,
  */
 dnode_t *node_find(crater_daemon_t *d, const char *name);
 dnode_t *node_by_sid(crater_daemon_t *d, uint32_t sid);
+/* The full hardware model of the core's node sid (NULL if unknown). */
+const crater_node_t *node_model(crater_daemon_t *d, uint32_t sid);
 dnode_t *node_add(crater_daemon_t *d,
                   json_t *hw,
                   const char *expect,

@@ -123,7 +123,7 @@ void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason)
 
 json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl)
 {
-    const crater_node_t *n = crater_sched_node(d->sched, pl->node);
+    const crater_node_t *n = node_model(d, pl->node);
     json_t *gpus = json_array();
     json_t *o;
 
@@ -172,7 +172,7 @@ static json_t *u64_array(const uint64_t *v, size_t n)
 
 json_t *placement_store(crater_daemon_t *d, const crater_placement_t *pl)
 {
-    const crater_node_t *n = crater_sched_node(d->sched, pl->node);
+    const crater_node_t *n = node_model(d, pl->node);
     uint64_t gpu[CRATER_MAX_GPUS_PER_NODE], mib[CRATER_MAX_GPUS_PER_NODE];
 
     for (uint32_t i = 0; i < pl->ngpus; i++) {

@@ -144,7 +144,7 @@ static void bind_job(crater_daemon_t *d,
                      const crater_placement_t *pl,
                      double lat_s)
 {
-    const crater_node_t *cn = crater_sched_node(d->sched, pl->node);
+    const crater_node_t *cn = node_model(d, pl->node);
     crater_error_t err;
     char reason[256];
     void **ctx;

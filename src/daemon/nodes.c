@@ -54,6 +54,13 @@ static int nodes_grow(crater_daemon_t *d)
     return 0;
 }
 
+const crater_node_t *node_model(crater_daemon_t *d, uint32_t sid)
+{
+    dnode_t *n = node_by_sid(d, sid);
+
+    return n ? &n->model->nodes[0] : NULL;
+}
+
 /* hw: a Node document (or a Cluster of one node) in the hardware-file
  * schema; expect: the name it must have, or NULL. */
 dnode_t *node_add(crater_daemon_t *d,
@@ -103,6 +110,8 @@ dnode_t *node_add(crater_daemon_t *d,
         goto fail;
     n->sid = (uint32_t)sid;
     n->hw = crater_hw_encode_node(&c->nodes[0]);
+    n->model = c;
+    c = NULL;
     crater_sched_set_ready(d->sched, n->sid, false);
     d->nodes[d->nnodes++] = n;
     goto out;
@@ -183,7 +192,7 @@ const char *node_state_name(const dnode_t *n)
 
 json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)
 {
-    const crater_node_t *cn = crater_sched_node(d->sched, n->sid);
+    const crater_node_t *cn = node_model(d, n->sid);
     json_t *jobs = json_array();
     uint64_t gmem = node_gpu_mem(cn);
     alloc_t a;
@@ -308,7 +317,7 @@ void node_poll_tick(crater_daemon_t *d, int64_t now)
 
 static json_t *env_json(crater_daemon_t *d, const djob_t *j)
 {
-    const crater_node_t *cn = crater_sched_node(d->sched, j->pl.node);
+    const crater_node_t *cn = node_model(d, j->pl.node);
     json_t *env = json_object();
     char uuids[CRATER_MAX_GPUS_PER_NODE * 48] = "";
     size_t off = 0;
