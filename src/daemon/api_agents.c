@@ -64,6 +64,7 @@ static void mark_alive(crater_daemon_t *d, dnode_t *n, int64_t now)
         n->registered = true;
         n->ready = true;
         crater_sched_set_ready(d->sched, n->sid, true);
+        loop_capacity_changed(d);
         declog_write(d,
                      json_pack("{s:I, s:s, s:s}",
                                "time_ms",
@@ -330,6 +331,7 @@ static void apply_util(crater_daemon_t *d, dnode_t *n, json_t *u)
                        >> 20);
     }
     crater_sched_set_util(d->sched, n->sid, &n->util);
+    d->util_dirty = true;
 }
 
 static void h_heartbeat(crater_http_req_t *r,

@@ -123,6 +123,7 @@ static void set_cordon(crater_http_req_t *r,
     n->reason = why;
     why = NULL;
     crater_sched_set_cordoned(d->sched, n->sid, n->cordoned);
+    loop_capacity_changed(d);
     if (what == 2)
         drain(d, n, n->reason);
     node_save(d, n);

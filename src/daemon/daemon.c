@@ -265,6 +265,7 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
     pthread_cond_init(&d->wake, NULL);
     d->cfg = *cfg;
     d->next_id = 1;
+    d->epoch = 1;
     dir = o && o->data_dir ? o->data_dir : cfg->server.data_dir;
     if (!(d->data_dir = strdup(dir ? dir : "./var"))) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
@@ -346,6 +347,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     crater_queue_destroy(d->queue);
     crater_profiles_destroy(d->profiles);
     crater_kb_destroy(d->kb);
+    free(d->fresh);
     free(d->declog_path);
     free(d->data_dir);
     free(d->admin_token);

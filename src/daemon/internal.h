@@ -87,6 +87,7 @@ typedef struct djob {
     json_t *history;       /* array of {time_ms, state, reason} */
     json_t *samples;       /* array of utilisation samples (not stored) */
     size_t log_bytes[2];   /* stdout, stderr bytes received */
+    uint64_t seen_epoch;   /* considered at this capacity epoch */
 } djob_t;
 
 typedef struct work_item {
@@ -173,6 +174,16 @@ struct crater_daemon {
     crater_metric_t *m_util, *m_queue, *m_jobs, *m_lat, *m_dec, *m_preempt,
         *m_http, *m_commits, *m_nodes;
     uint64_t decisions;
+
+    /* Placement can only newly succeed when capacity came back (a release,
+     * a node coming up or uncordoned, new utilisation samples): epoch
+     * counts those events. A pending job considered at the current epoch
+     * is not considered again until it changes; new submissions are
+     * considered once, on their own (fresh). */
+    uint64_t epoch, full_pass_epoch;
+    bool util_dirty;
+    uint64_t *fresh;
+    size_t nfresh, capfresh;
 };
 
 /* ---- time ---------------------------------------------------------------- */
@@ -233,6 +244,7 @@ void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason);
  */
 int loop_start(crater_daemon_t *d, crater_error_t *err);
 void loop_kick(crater_daemon_t *d);                   /* under d->mu */
+void loop_capacity_changed(crater_daemon_t *d);       /* under d->mu */
 void declog_write(crater_daemon_t *d, json_t *entry); /* steals entry */
 
 /* ---- tenants / tokens (access.c) ------------------------------------------

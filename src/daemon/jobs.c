@@ -587,7 +587,21 @@ int queue_push_job(crater_daemon_t *d, djob_t *j)
     e.demand[CRATER_QDIM_GPU] = gpus;
     e.demand[CRATER_QDIM_CPU] = (double)r->cpu_milli;
     e.demand[CRATER_QDIM_MEM] = (double)r->memory_bytes;
-    return crater_queue_push(d->queue, &e, NULL);
+    if (crater_queue_push(d->queue, &e, NULL) < 0)
+        return -1;
+    j->seen_epoch = 0;
+    if (d->nfresh == d->capfresh) {
+        size_t cap = d->capfresh ? d->capfresh * 2 : 256;
+        uint64_t *f = realloc(d->fresh, cap * sizeof(*f));
+        if (!f) {
+            loop_capacity_changed(d); /* falls back to a full pass */
+            return 0;
+        }
+        d->fresh = f;
+        d->capfresh = cap;
+    }
+    d->fresh[d->nfresh++] = j->id;
+    return 0;
 }
 
 void job_release(crater_daemon_t *d, djob_t *j)
@@ -596,6 +610,7 @@ void job_release(crater_daemon_t *d, djob_t *j)
         return;
     crater_sched_release(d->sched, j->id, NULL);
     j->placed = false;
+    loop_capacity_changed(d);
 }
 
 void job_set_state(crater_daemon_t *d,

@@ -46,6 +46,12 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void loop_capacity_changed(crater_daemon_t *d)
+{
+    d->epoch++;
+    loop_kick(d);
+}
+
 void loop_kick(crater_daemon_t *d)
 {
     d->dirty = true;
@@ -361,26 +367,69 @@ static void consider(crater_daemon_t *d, djob_t *j)
         schedule_one(d, j);
 }
 
+/* Every pending job in queue order: after capacity came back. */
+static void full_pass(crater_daemon_t *d, uint64_t *ids, size_t n)
+{
+    crater_error_t err;
+
+    if (crater_queue_order(d->queue, (uint64_t)dnow_ms(), NULL, ids, &err) < 0)
+        return;
+    d->full_pass_epoch = d->epoch;
+    for (size_t i = 0; i < n; i++) {
+        djob_t *j = job_find(d, ids[i]);
+        if (j && j->state == JS_PENDING && !j->waiting_for) {
+            j->seen_epoch = d->epoch;
+            consider(d, j);
+        }
+    }
+}
+
+static int by_priority(const void *a, const void *b)
+{
+    const djob_t *x = *(djob_t *const *)a, *y = *(djob_t *const *)b;
+
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Only the jobs submitted (or requeued) since the last pass: capacity
+ * has only shrunk since the others were considered, so they still do not
+ * fit. Highest priority first. */
+static void fresh_pass(crater_daemon_t *d)
+{
+    djob_t **v = malloc(d->nfresh * sizeof(*v));
+    size_t n = 0;
+
+    if (!v)
+        return;
+    for (size_t i = 0; i < d->nfresh; i++) {
+        djob_t *j = job_find(d, d->fresh[i]);
+        if (j && j->state == JS_PENDING && j->seen_epoch != d->epoch)
+            v[n++] = j;
+    }
+    qsort(v, n, sizeof(*v), by_priority);
+    for (size_t i = 0; i < n; i++)
+        if (v[i]->state == JS_PENDING && !v[i]->waiting_for) {
+            v[i]->seen_epoch = d->epoch;
+            consider(d, v[i]);
+        }
+    free(v);
+}
+
 static void sched_pass(crater_daemon_t *d)
 {
     size_t n = crater_queue_count(d->queue);
     uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
-    crater_error_t err;
 
     if (ids)
         expire(d, ids);
     n = crater_queue_count(d->queue);
-    if (!ids
-        || crater_queue_order(d->queue, (uint64_t)dnow_ms(), NULL, ids, &err)
-               < 0) {
-        free(ids);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        djob_t *j = job_find(d, ids[i]);
-        if (j && j->state == JS_PENDING && !j->waiting_for)
-            consider(d, j);
-    }
+    if (ids && d->epoch != d->full_pass_epoch)
+        full_pass(d, ids, n);
+    else if (d->nfresh)
+        fresh_pass(d);
+    d->nfresh = 0;
     free(ids);
     if (d->declog)
         fflush(d->declog);
@@ -396,6 +445,10 @@ static void *sched_main(void *arg)
     while (!d->stopping) {
         int64_t now = dnow_ms();
         if (now >= next_tick) {
+            if (d->util_dirty) {
+                d->util_dirty = false;
+                loop_capacity_changed(d);
+            }
             node_health_tick(d, now);
             node_poll_tick(d, now);
             next_tick = now + TICK_MS;
