@@ -1,8 +1,196 @@
-/* main_agent.c - the crater-agent program (being built: issue 6). */
+/* main_agent.c - the crater-agent program: flags to crater_agent_opts_t,
+ * then run until SIGINT/SIGTERM. `--discover` prints this machine in the
+ * hardware-file schema and exits.
+ *
+ * Exit codes: 0 clean stop, 1 could not start (the message says why),
+ * 2 bad usage.
+ */
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include "agent/agent.h"
+#include "crater/log.h"
+#include "daemon/buildinfo.h"
+
+static void log_stderr(int level, const char *msg, void *arg)
 {
-    fputs("crater-agent: not built yet\n", stderr);
-    return 1;
+    (void)arg;
+    if (level <= LOG_INFO)
+        fprintf(stderr,
+                "crater-agent: %s%s\n",
+                level <= LOG_ERR       ? "error: "
+                : level == LOG_WARNING ? "warning: "
+                                       : "",
+                msg);
+}
+
+static void usage(FILE *fp)
+{
+    fputs("usage: crater-agent --server URL --token TOKEN [--hardware FILE "
+          "[--node NAME]]\n"
+          "                    [--data DIR] [--config FILE]\n"
+          "       crater-agent --discover [-o yaml|json] [--node NAME]\n\n"
+          "  --server URL     craterd (default $CRATER_SERVER or "
+          "http://127.0.0.1:7480)\n"
+          "  --token TOKEN    agent token for this node (default "
+          "$CRATER_TOKEN)\n"
+          "  --hardware FILE  use this hardware file instead of discovery\n"
+          "  --node NAME      node name (default: the hostname; required for\n"
+          "                   a hardware file holding several nodes)\n"
+          "  --data DIR       task logs (default ./var/agent)\n"
+          "  --config FILE    craterd.yaml for the agent.* keys\n"
+          "  --discover       print this machine as a hardware file\n",
+          fp);
+}
+
+typedef struct flags {
+    crater_agent_opts_t o;
+    const char *config;
+    bool discover, json;
+} flags_t;
+
+static int parse(int argc, char **argv, flags_t *f)
+{
+    static const struct option opts[] = {
+        {"server", required_argument, NULL, 's'},
+        {"token", required_argument, NULL, 't'},
+        {"hardware", required_argument, NULL, 'H'},
+        {"node", required_argument, NULL, 'n'},
+        {"data", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'},
+        {"discover", no_argument, NULL, 'D'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    while ((c = getopt_long(argc, argv, "s:t:H:n:d:c:Do:h", opts, NULL))
+           != -1) {
+        switch (c) {
+        case 's':
+            f->o.server = optarg;
+            break;
+        case 't':
+            f->o.token = optarg;
+            break;
+        case 'H':
+            f->o.hardware = optarg;
+            break;
+        case 'n':
+            f->o.node = optarg;
+            break;
+        case 'd':
+            f->o.data_dir = optarg;
+            break;
+        case 'c':
+            f->config = optarg;
+            break;
+        case 'D':
+            f->discover = true;
+            break;
+        case 'o':
+            if (strcmp(optarg, "yaml") && strcmp(optarg, "json")) {
+                fprintf(stderr, "crater-agent: -o: yaml or json\n");
+                return -1;
+            }
+            f->json = strcmp(optarg, "json") == 0;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr,
+                "crater-agent: unexpected argument '%s'\n",
+                argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static int discover(const flags_t *f)
+{
+    crater_error_t err;
+    char *text = NULL;
+
+    if (crater_agent_discover_json(f->o.node, &text, !f->json, &err) < 0) {
+        fprintf(stderr, "crater-agent: %s\n", err.text);
+        return 1;
+    }
+    fputs(text, stdout);
+    if (f->json)
+        putchar('\n');
+    free(text);
+    return 0;
+}
+
+static int run(flags_t *f, crater_config_t *cfg)
+{
+    crater_error_t err;
+    crater_agent_t *a;
+    sigset_t set;
+    int sig;
+
+    if (!f->o.server)
+        f->o.server = getenv("CRATER_SERVER");
+    if (!f->o.token)
+        f->o.token = getenv("CRATER_TOKEN");
+    if (!f->o.token || !*f->o.token) {
+        fprintf(stderr,
+                "crater-agent: --token: an agent token is required "
+                "(crater token create --role agent --node NAME)\n");
+        return 2;
+    }
+    f->o.cfg = cfg;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (!(a = crater_agent_start(&f->o, &err))) {
+        fprintf(stderr, "crater-agent: %s\n", err.text);
+        return 1;
+    }
+    fprintf(stderr,
+            "crater-agent %s: node %s, server %s\n",
+            crater_version(),
+            crater_agent_node(a),
+            f->o.server ? f->o.server : "http://127.0.0.1:7480");
+    sigwait(&set, &sig);
+    crater_agent_stop(a);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    flags_t f = {0};
+    crater_config_t cfg;
+    crater_error_t err;
+    int rc;
+
+    crater_log_set_handler(log_stderr, NULL);
+    crater_log_set_level(LOG_INFO);
+    if ((rc = parse(argc, argv, &f)) != 0)
+        return rc < 0 ? 2 : 0;
+    if (f.discover)
+        return discover(&f);
+    if ((f.config ? crater_config_load(f.config, &cfg, &err)
+                  : crater_config_defaults(&cfg))
+        < 0) {
+        fprintf(stderr,
+                "crater-agent: %s\n",
+                f.config ? err.text : "out of memory");
+        return 1;
+    }
+    rc = run(&f, &cfg);
+    crater_config_clear(&cfg);
+    return rc;
 }

@@ -25,6 +25,7 @@ struct cli_cmd {
 };
 
 int cli_validate(int argc, char **argv);
+int cli_up(int argc, char **argv);
 int cli_config(int argc, char **argv);
 int cli_kb(int argc, char **argv);
 int cli_version(int argc, char **argv);

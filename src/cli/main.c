@@ -12,6 +12,7 @@
 #include "crater/log.h"
 
 static const struct cli_cmd commands[] = {
+    {"up", cli_up, "run a cluster on this machine: craterd + agents"},
     {"validate",
      cli_validate,
      "check job specs, profiles, hardware files, "

@@ -273,7 +273,10 @@ static void profile_add(crater_daemon_t *d,
     char key[512];
 
     crater_dec_init(&dec, doc, 0, &err);
-    if (crater_profile_decode(&dec, root, d->profiles) < 0) {
+    pthread_rwlock_wrlock(&d->prof_lock);
+    int rc = crater_profile_decode(&dec, root, d->profiles);
+    pthread_rwlock_unlock(&d->prof_lock);
+    if (rc < 0) {
         if (strstr(err.text, "exists") || strstr(err.text, "already"))
             err.errnum = CRATER_EEXIST;
         crater_http_error(resp, &err);

@@ -190,6 +190,8 @@ static void job_exited(crater_daemon_t *d, djob_t *j, json_t *t)
     j->exit_code = code;
     j->exit_signal = sig;
     j->oom = oom;
+    if (j->state == JS_BOUND) /* it ran and finished between heartbeats */
+        job_set_state(d, j, JS_RUNNING, "started by agent");
     if (j->state == JS_PREEMPTING) {
         djob_t *by = j->preempted_by ? job_find(d, j->preempted_by) : NULL;
         if (by && by->waiting_for)

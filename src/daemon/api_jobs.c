@@ -153,7 +153,7 @@ static djob_t *new_job(crater_daemon_t *d,
     j->spec_json = norm;
     j->history = json_array();
     j->samples = json_array();
-    j->name = strdup(spec->name ? spec->name : "");
+    j->name = strdup(job_default_name(spec));
     j->tenant = strdup(spec->tenant ? spec->tenant : "default");
     j->submitted_ms = dnow_ms();
     j->attempts = 1;
@@ -226,6 +226,9 @@ static void submit_locked(crater_daemon_t *d,
     }
 }
 
+/* Parsing and validating the body (the expensive part) happens outside
+ * d->mu: token records and the knowledge base never change once created,
+ * and the profile registry has its own read-write lock. */
 static void h_submit(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
@@ -235,23 +238,26 @@ static void h_submit(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     principal_t p;
     size_t len;
     const char *body = crater_http_body(r, &len);
+    int rc;
 
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) < 0)
-        goto out;
+    rc = api_auth(d, r, resp, &p);
+    pthread_mutex_unlock(&d->mu);
+    if (rc < 0)
+        return;
     if (job_parse_body(d, body, len, &spec, &norm, &err) < 0) {
         crater_http_error(resp, &err);
-        goto out;
+        return;
     }
     if (job_tenant(&p, spec, resp) < 0) {
         crater_jobspec_destroy(spec);
         json_decref(norm);
-        goto out;
+        return;
     }
     if (spec->tenant) /* the stored spec must carry the tenant it runs as */
         json_object_set_new(norm, "tenant", json_string(spec->tenant));
+    pthread_mutex_lock(&d->mu);
     submit_locked(d, r, resp, spec, norm);
-out:
     pthread_mutex_unlock(&d->mu);
 }
 

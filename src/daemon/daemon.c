@@ -263,6 +263,7 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
     }
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->wake, NULL);
+    pthread_rwlock_init(&d->prof_lock, NULL);
     d->cfg = *cfg;
     d->next_id = 1;
     d->epoch = 1;
@@ -352,6 +353,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     free(d->data_dir);
     free(d->admin_token);
     pthread_cond_destroy(&d->wake);
+    pthread_rwlock_destroy(&d->prof_lock);
     pthread_mutex_destroy(&d->mu);
     free(d);
 }

@@ -74,6 +74,7 @@ typedef struct djob {
     json_t *spec_json;      /* normalised spec, owned */
     crater_request_t req;   /* compiled from spec; req.spec = spec */
     bool placed;            /* pl is charged to the core */
+    bool ever_placed;       /* pl holds the last placement */
     crater_placement_t pl;
     int64_t submitted_ms, started_ms, finished_ms;
     uint32_t attempts;
@@ -133,7 +134,8 @@ typedef struct dtoken {
 
 struct crater_daemon {
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* scheduler thread */
+    pthread_cond_t wake;        /* scheduler thread */
+    pthread_rwlock_t prof_lock; /* profiles: parse reads, publish writes */
     bool stopping;
     bool dirty; /* something changed: run a pass */
     bool ready;
@@ -192,6 +194,7 @@ int64_t dnow_ms(void);
 /* ---- jobs.c ---------------------------------------------------------------
  */
 djob_t *job_find(crater_daemon_t *d, uint64_t id);
+const char *job_default_name(const crater_jobspec_t *spec);
 int job_insert(crater_daemon_t *d, djob_t *j);
 void job_free(djob_t *j);
 void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason);

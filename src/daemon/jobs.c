@@ -353,7 +353,7 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
                                       j->exit_signal,
                                       "oom",
                                       j->oom));
-    if (j->placed)
+    if (j->placed || (j->ever_placed && job_state_final(j->state)))
         json_object_set_new(o, "placement", placement_json(d, &j->pl));
     if (j->last_reason && j->state == JS_PENDING)
         json_object_set_new(o, "reason", json_string(j->last_reason));
@@ -399,6 +399,8 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
 
     if (o && j->placed)
         json_object_set_new(o, "placement", placement_store(d, &j->pl));
+    else if (o && j->ever_placed)
+        json_object_set_new(o, "last_placement", placement_store(d, &j->pl));
     return o;
 }
 
@@ -431,11 +433,24 @@ static int spec_from_norm(crater_daemon_t *d,
     return crater_jobspec_validate(*spec, d->kb, err);
 }
 
+/* A job without a name is named after its program, as sbatch does. */
+const char *job_default_name(const crater_jobspec_t *spec)
+{
+    const char *slash;
+
+    if (spec->name)
+        return spec->name;
+    if (!spec->command || !spec->command[0])
+        return "";
+    slash = strrchr(spec->command[0], '/');
+    return slash ? slash + 1 : spec->command[0];
+}
+
 static int job_fill(crater_daemon_t *d, djob_t *j, crater_error_t *err)
 {
     const char *tenant = j->spec->tenant ? j->spec->tenant : "default";
 
-    j->name = strdup(j->spec->name ? j->spec->name : "");
+    j->name = strdup(job_default_name(j->spec));
     j->tenant = strdup(tenant);
     if (!j->name || !j->tenant)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
@@ -448,7 +463,7 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     json_int_t id = 0, sub = 0, st = 0, fin = 0, lost = 0;
     int attempts = 0, cancel = 0, oom = 0;
     const char *state = NULL;
-    json_t *spec = NULL, *hist = NULL, *pl = NULL;
+    json_t *spec = NULL, *hist = NULL, *pl = NULL, *last;
 
     if (!j)
         return NULL;
@@ -506,7 +521,10 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0)
         goto fail;
     if (pl && placement_load(d, pl, &j->pl) == 0)
-        j->placed = true;
+        j->placed = j->ever_placed = true;
+    last = json_object_get(v, "last_placement");
+    if (!pl && last && placement_load(d, last, &j->pl) == 0)
+        j->ever_placed = true;
     return j;
 fail:
     job_free(j);
@@ -543,7 +561,9 @@ int job_parse_body(crater_daemon_t *d,
         crater_errorf_field(err, CRATER_EINVAL, "kind", "kind: expected Job");
         goto out;
     }
+    pthread_rwlock_rdlock(&d->prof_lock);
     job = crater_profiles_expand(d->profiles, &dec, root);
+    pthread_rwlock_unlock(&d->prof_lock);
     if (!job || crater_jobspec_decode(&dec, job, spec) < 0
         || crater_jobspec_validate(*spec, d->kb, err) < 0)
         goto out;

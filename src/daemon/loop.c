@@ -161,6 +161,7 @@ static void bind_job(crater_daemon_t *d,
     }
     j->pl = *pl;
     j->placed = true;
+    j->ever_placed = true;
     j->state = JS_BOUND;
     free(j->last_reason);
     j->last_reason = NULL;

@@ -13,6 +13,7 @@
 #include "net/cli_pure.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -173,6 +174,20 @@ static int pick_token(const cli_conn_in_t *in,
     return 0;
 }
 
+/* The token `crater up` wrote next to its data, for the single-machine
+ * case: `crater up` in one shell, `crater run` in another, same directory. */
+static void local_token(const char *path, cli_conn_t *c)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+
+    if (!f)
+        return;
+    if (!fgets(c->token, sizeof(c->token), f))
+        c->token[0] = '\0';
+    c->token[strcspn(c->token, "\r\n")] = '\0';
+    fclose(f);
+}
+
 int cli_conn_resolve(const cli_conn_in_t *in,
                      cli_conn_t *out,
                      crater_error_t *err)
@@ -188,6 +203,8 @@ int cli_conn_resolve(const cli_conn_in_t *in,
         rc = pick_server(in, &fc, path, &c, err);
     if (rc == 0)
         rc = pick_token(in, &fc, &c, err);
+    if (rc == 0 && !c.token[0] && strcmp(c.server_from, "default") == 0)
+        local_token(in->local_token_file, &c);
     if (rc == 0)
         *out = c;
     free(fc.server);
@@ -207,6 +224,7 @@ int cli_conn_from_env(const char *flag_server,
         .env_token = getenv("CRATER_TOKEN"),
         .home = getenv("HOME"),
         .xdg_config_home = getenv("XDG_CONFIG_HOME"),
+        .local_token_file = "var/admin.token",
     };
 
     return cli_conn_resolve(&in, out, err);

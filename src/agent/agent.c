@@ -1,0 +1,563 @@
+/* agent.c - the agent's two threads and its conversation with craterd.
+ *
+ * Work thread: register (hardware document, learns the work channel's
+ * sequence number and the heartbeat interval), then long-poll
+ * GET /agents/{node}/work?after=SEQ and apply each order: start a task
+ * (ignored when that job and attempt already run here) or stop one
+ * (SIGTERM now, SIGKILL of its cgroup after the grace period). After any
+ * failure it backs off (100 ms doubling to 5 s) and registers again, which
+ * is what makes a craterd restart or a network partition harmless: craterd
+ * re-sends what should run here and stops what should not.
+ *
+ * Supervisor thread, every 100 ms: reap exited tasks, SIGKILL tasks past
+ * their grace period, ship new log bytes (POST .../logs/{job}?offset=N,
+ * idempotent), and heartbeat every heartbeatInterval (at once when a task
+ * finished) with the machine's samples and every task's state. A finished
+ * task is forgotten only after a heartbeat reporting it was accepted, and
+ * only after all its log bytes were shipped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/internal.h"
+#include "crater/discover.h"
+#include "crater/doc.h"
+#include "crater/hwfile.h"
+#include "crater/log.h"
+#include "daemon/buildinfo.h"
+
+#define TICK_MS 100
+#define POLL_WAIT_MS 5000
+#define LOG_CHUNK (512 * 1024)
+
+/* ---- hardware
+ * ---------------------------------------------------------------- */
+
+static int load_hw(crater_agent_t *a,
+                   const crater_agent_opts_t *o,
+                   crater_kb_t *kb,
+                   crater_error_t *err)
+{
+    crater_cluster_t *c = NULL;
+    size_t i = 0;
+
+    if (!o->hardware) {
+        crater_discover_opts_t d = {.name = o->node};
+        return crater_discover(&d, kb, &a->node, err);
+    }
+    if (crater_hw_load(o->hardware, kb, &c, err) < 0)
+        return -1;
+    if (o->node)
+        while (i < c->nnodes && strcmp(c->nodes[i].name, o->node) != 0)
+            i++;
+    if (i == c->nnodes || (!o->node && c->nnodes != 1)) {
+        if (o->node)
+            crater_errorf_field(err,
+                                CRATER_EINVAL,
+                                "node",
+                                "%s: no node '%s'",
+                                o->hardware,
+                                o->node);
+        else
+            crater_errorf_field(err,
+                                CRATER_EINVAL,
+                                "node",
+                                "%s: holds %zu nodes; name one with --node",
+                                o->hardware,
+                                c->nnodes);
+        crater_cluster_destroy(c);
+        return -1;
+    }
+    a->node = c->nodes[i];
+    memset(&c->nodes[i], 0, sizeof(c->nodes[i]));
+    crater_cluster_destroy(c);
+    return 0;
+}
+
+int crater_agent_discover_json(const char *name,
+                               char **out,
+                               bool yaml,
+                               crater_error_t *err)
+{
+    crater_discover_opts_t d = {.name = name};
+    crater_kb_t *kb = crater_kb_create();
+    crater_node_t n = {0};
+    json_t *v = NULL;
+    int rc = -1;
+
+    if (!kb || crater_discover(&d, kb, &n, err) < 0)
+        goto out;
+    if (!(v = crater_hw_encode_node(&n))) {
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = yaml ? crater_json_to_yaml(v)
+                : json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS);
+    rc = *out ? 0 : crater_errorf(err, CRATER_ENOMEM, "out of memory");
+out:
+    json_decref(v);
+    crater_node_clear(&n);
+    crater_kb_destroy(kb);
+    return rc;
+}
+
+/* ---- register
+ * ---------------------------------------------------------------- */
+
+static int do_register(crater_agent_t *a, crater_error_t *err)
+{
+    char path[512];
+    json_t *body, *resp = NULL;
+    int rc;
+
+    snprintf(path, sizeof(path), "/api/v1/agents/%s/register", a->node.name);
+    body = json_pack("{s:s, s:O}", "version", crater_version(), "node", a->hw);
+    rc = crater_client_json(a->work_client, "POST", path, body, &resp, err);
+    json_decref(body);
+    if (rc < 0)
+        return -1;
+    pthread_mutex_lock(&a->mu);
+    a->seq = (uint64_t)json_integer_value(json_object_get(resp, "seq"));
+    a->hb_interval_ms = (uint64_t)json_integer_value(
+        json_object_get(resp, "heartbeatInterval_ms"));
+    if (a->hb_interval_ms == 0)
+        a->hb_interval_ms = 5000;
+    a->need_register = false;
+    a->hb_now = true; /* the first heartbeat reconciles */
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->mu);
+    json_decref(resp);
+    crater_log(LOG_INFO, "registered node %s with %s", a->node.name, a->server);
+    return 0;
+}
+
+/* ---- work
+ * -------------------------------------------------------------------- */
+
+static void apply_item(crater_agent_t *a, json_t *it)
+{
+    const char *op = json_string_value(json_object_get(it, "op"));
+
+    if (op && strcmp(op, "start") == 0) {
+        task_start(a, json_object_get(it, "task"));
+    } else if (op && strcmp(op, "stop") == 0) {
+        const char *job = json_string_value(json_object_get(it, "job"));
+        uint32_t att =
+            (uint32_t)json_integer_value(json_object_get(it, "attempt"));
+        atask_t *t = job ? task_find(a, job, att) : NULL;
+        if (t)
+            task_stop(a,
+                      t,
+                      (uint64_t)json_integer_value(
+                          json_object_get(it, "gracePeriod_ms")));
+    }
+}
+
+static int poll_once(crater_agent_t *a, crater_error_t *err)
+{
+    char path[512];
+    json_t *resp = NULL, *it;
+    size_t i;
+
+    snprintf(path,
+             sizeof(path),
+             "/api/v1/agents/%s/work?after=%" PRIu64 "&wait_ms=%d",
+             a->node.name,
+             a->seq,
+             POLL_WAIT_MS);
+    if (crater_client_json(a->work_client, "GET", path, NULL, &resp, err) < 0)
+        return -1;
+    pthread_mutex_lock(&a->mu);
+    json_array_foreach(json_object_get(resp, "items"), i, it) apply_item(a, it);
+    if (json_is_integer(json_object_get(resp, "seq")))
+        a->seq = (uint64_t)json_integer_value(json_object_get(resp, "seq"));
+    pthread_mutex_unlock(&a->mu);
+    json_decref(resp);
+    return 0;
+}
+
+static bool stopping(crater_agent_t *a)
+{
+    bool s;
+
+    pthread_mutex_lock(&a->mu);
+    s = a->stopping;
+    pthread_mutex_unlock(&a->mu);
+    return s;
+}
+
+static void backoff(crater_agent_t *a, uint64_t *ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(*ms / 1000);
+    ts.tv_nsec += (long)(*ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&a->mu);
+    if (!a->stopping)
+        pthread_cond_timedwait(&a->wake, &a->mu, &ts);
+    pthread_mutex_unlock(&a->mu);
+    *ms = *ms * 2 > 5000 ? 5000 : *ms * 2;
+}
+
+static void *work_main(void *arg)
+{
+    crater_agent_t *a = arg;
+    uint64_t delay = 100;
+    crater_error_t err;
+    bool reg;
+
+    while (!stopping(a)) {
+        pthread_mutex_lock(&a->mu);
+        reg = a->need_register;
+        pthread_mutex_unlock(&a->mu);
+        if ((reg ? do_register(a, &err) : poll_once(a, &err)) == 0) {
+            delay = 100;
+            continue;
+        }
+        if (stopping(a))
+            break;
+        crater_log(LOG_WARNING, "node %s: %s", a->node.name, err.text);
+        pthread_mutex_lock(&a->mu);
+        a->need_register = true;
+        pthread_mutex_unlock(&a->mu);
+        backoff(a, &delay);
+    }
+    return NULL;
+}
+
+/* ---- logs
+ * -------------------------------------------------------------------- */
+
+/* Ship new bytes of one stream; 1 when everything was sent. */
+static int ship_stream(crater_agent_t *a, atask_t *t, int s, char *buf)
+{
+    static const char *const names[2] = {"stdout", "stderr"};
+    char path[512];
+    ssize_t got;
+    long status = 0;
+    char *resp = NULL;
+    int fd = open(t->log_path[s], O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 1;
+    got = pread(fd, buf, LOG_CHUNK, (off_t)t->log_sent[s]);
+    close(fd);
+    if (got <= 0)
+        return 1;
+    snprintf(path,
+             sizeof(path),
+             "/api/v1/agents/%s/logs/%s?stream=%s&offset=%" PRIu64,
+             a->node.name,
+             t->job,
+             names[s],
+             t->log_sent[s]);
+    if (crater_client_request(a->sup_client,
+                              "POST",
+                              path,
+                              "application/octet-stream",
+                              buf,
+                              (size_t)got,
+                              &status,
+                              &resp,
+                              NULL,
+                              NULL)
+            == 0
+        && status == 200)
+        t->log_sent[s] += (uint64_t)got;
+    free(resp);
+    return got < LOG_CHUNK && status == 200;
+}
+
+/* 1 when all logs of t are shipped. Called without a->mu: the task is
+ * only read (its offsets belong to the supervisor thread). */
+static int ship_logs(crater_agent_t *a, atask_t *t, char *buf)
+{
+    int done = 1;
+
+    for (int s = 0; s < 2; s++)
+        done &= ship_stream(a, t, s, buf);
+    return done;
+}
+
+/* ---- heartbeat
+ * --------------------------------------------------------------- */
+
+static json_t *util_json(crater_agent_t *a)
+{
+    crater_host_sample_t hs = {0};
+    json_t *gpus = json_array();
+
+    crater_sampler_get(a->sampler, &hs);
+    for (unsigned i = 0; a->nvml && i < crater_nvml_count(a->nvml); i++) {
+        double u = 0;
+        uint64_t used = 0;
+        crater_nvml_util(a->nvml, i, &u, &used, NULL);
+        json_array_append_new(gpus,
+                              json_pack("{s:i, s:f, s:I}",
+                                        "index",
+                                        (int)i,
+                                        "util",
+                                        u,
+                                        "memory_used_bytes",
+                                        (json_int_t)used));
+    }
+    return json_pack("{s:f, s:f, s:f, s:o}",
+                     "cpu",
+                     hs.cpu,
+                     "memory",
+                     hs.mem,
+                     "disk",
+                     hs.disk_util,
+                     "gpus",
+                     gpus);
+}
+
+static void forget_reported(crater_agent_t *a, json_t *sent)
+{
+    size_t i;
+    json_t *r;
+
+    json_array_foreach(sent, i, r)
+    {
+        const char *job = json_string_value(json_object_get(r, "job"));
+        const char *st = json_string_value(json_object_get(r, "state"));
+        uint32_t att =
+            (uint32_t)json_integer_value(json_object_get(r, "attempt"));
+        atask_t *t = job ? task_find(a, job, att) : NULL;
+        if (t && t->state == AT_EXITED && strcmp(st, "running") != 0)
+            task_remove(a, t);
+    }
+}
+
+static void heartbeat(crater_agent_t *a, char *buf)
+{
+    json_t *tasks = json_array(), *body, *resp = NULL;
+    crater_error_t err;
+    char path[512];
+
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < a->ntasks; i++) {
+        atask_t *t = a->tasks[i];
+        /* a finished task is reported once its logs are all shipped */
+        if (t->state == AT_EXITED && !ship_logs(a, t, buf))
+            continue;
+        json_array_append_new(tasks, task_report(a, t));
+    }
+    pthread_mutex_unlock(&a->mu);
+    body = json_pack("{s:o, s:O}", "util", util_json(a), "tasks", tasks);
+    snprintf(path, sizeof(path), "/api/v1/agents/%s/heartbeat", a->node.name);
+    if (crater_client_json(a->sup_client, "POST", path, body, &resp, &err)
+        == 0) {
+        pthread_mutex_lock(&a->mu);
+        forget_reported(a, tasks);
+        pthread_mutex_unlock(&a->mu);
+    } else {
+        crater_log(LOG_WARNING,
+                   "node %s: heartbeat: %s",
+                   a->node.name,
+                   err.text);
+        pthread_mutex_lock(&a->mu);
+        a->need_register = true;
+        pthread_mutex_unlock(&a->mu);
+    }
+    json_decref(resp);
+    json_decref(body);
+    json_decref(tasks);
+}
+
+static void ship_running(crater_agent_t *a, char *buf)
+{
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->state == AT_RUNNING)
+            ship_logs(a, a->tasks[i], buf);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void *sup_main(void *arg)
+{
+    crater_agent_t *a = arg;
+    char *buf = malloc(LOG_CHUNK);
+    int64_t next_ship = 0;
+
+    while (buf && !stopping(a)) {
+        int64_t now = agent_now_ms();
+        bool hb, reg;
+        pthread_mutex_lock(&a->mu);
+        task_supervise(a, now);
+        reg = a->need_register;
+        hb = !reg && (a->hb_now || now >= a->next_hb_ms);
+        if (hb) {
+            a->hb_now = false;
+            a->next_hb_ms = now + (int64_t)a->hb_interval_ms;
+        }
+        pthread_mutex_unlock(&a->mu);
+        if (now >= next_ship) {
+            crater_sampler_sample(a->sampler, (uint64_t)now, NULL);
+            ship_running(a, buf);
+            next_ship = now + 1000;
+        }
+        if (hb)
+            heartbeat(a, buf);
+        usleep(TICK_MS * 1000);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* ---- start / stop
+ * ---------------------------------------------------------------- */
+
+static int open_parts(crater_agent_t *a,
+                      const crater_agent_opts_t *o,
+                      crater_error_t *err)
+{
+    char path[4096];
+    crater_error_t nerr;
+    crater_kb_t *kb = crater_kb_create();
+    int rc;
+
+    if (!kb)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    rc = load_hw(a, o, kb, err);
+    crater_kb_destroy(kb);
+    if (rc < 0)
+        return -1;
+    a->synthetic = a->node.samples == CRATER_SAMPLES_SYNTHETIC;
+    if (!(a->hw = crater_hw_encode_node(&a->node)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    snprintf(path, sizeof(path), "%s/logs", a->data_dir);
+    if ((mkdir(a->data_dir, 0755) < 0 && errno != EEXIST)
+        || (mkdir(path, 0755) < 0 && errno != EEXIST))
+        return crater_errorf(err, CRATER_EIO, "%s: %s", path, strerror(errno));
+    if (!(a->work_client = crater_client_create(o->server, o->token, err))
+        || !(a->sup_client = crater_client_create(o->server, o->token, err)))
+        return -1;
+    crater_client_set_timeout_ms(a->work_client, POLL_WAIT_MS + 10000);
+    crater_client_set_timeout_ms(a->sup_client, 10000);
+    if (!(a->cg = crater_cg_open(o->cgroup_root,
+                                 o->cgroup_parent ? o->cgroup_parent : "crater",
+                                 err))
+        || !(a->sampler =
+                 crater_sampler_create(NULL,
+                                       a->cfg
+                                           ? a->cfg->monitoring.smoothing_window
+                                           : 10,
+                                       err)))
+        return -1;
+    if (!o->hardware)
+        a->nvml = crater_nvml_open(NULL, &nerr);
+    return task_user(a, err);
+}
+
+crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
+                                   crater_error_t *err)
+{
+    crater_agent_t *a = calloc(1, sizeof(*a));
+
+    if (!a) {
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->wake, NULL);
+    a->cfg = o->cfg;
+    a->stop_grace_ms = o->stop_grace_ms ? o->stop_grace_ms : 2000;
+    a->server = strdup(o->server ? o->server : "http://127.0.0.1:7480");
+    a->token = strdup(o->token ? o->token : "");
+    a->data_dir = strdup(o->data_dir ? o->data_dir : "./var/agent");
+    a->need_register = true;
+    a->hb_interval_ms = 5000;
+    if (getrandom(&a->instance, sizeof(a->instance), 0)
+        != sizeof(a->instance))
+        a->instance = (uint32_t)getpid();
+    if (!a->server || !a->token || !a->data_dir) {
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (open_parts(a, o, err) < 0)
+        goto fail;
+    if (pthread_create(&a->work_thread, NULL, work_main, a) != 0
+        || pthread_create(&a->sup_thread, NULL, sup_main, a) != 0) {
+        crater_errorf(err, CRATER_EINTERNAL, "cannot start agent threads");
+        goto fail;
+    }
+    a->threads_started = true;
+    return a;
+fail:
+    crater_agent_stop(a);
+    return NULL;
+}
+
+const char *crater_agent_node(const crater_agent_t *a)
+{
+    return a->node.name;
+}
+
+/* Terminate every task: SIGTERM, stop_grace_ms, SIGKILL; reap. */
+static void stop_tasks(crater_agent_t *a)
+{
+    int64_t end = agent_now_ms() + (int64_t)a->stop_grace_ms;
+    bool running = true;
+
+    for (size_t i = 0; i < a->ntasks; i++)
+        task_stop(a, a->tasks[i], a->stop_grace_ms);
+    while (running && agent_now_ms() < end + 1000) {
+        running = false;
+        task_supervise(a, agent_now_ms());
+        for (size_t i = 0; i < a->ntasks; i++)
+            running |= a->tasks[i]->state == AT_RUNNING;
+        if (running)
+            usleep(20000);
+    }
+}
+
+void crater_agent_request_stop(crater_agent_t *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->stopping = true;
+    pthread_cond_broadcast(&a->wake);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void crater_agent_stop(crater_agent_t *a)
+{
+    if (!a)
+        return;
+    crater_agent_request_stop(a);
+    if (a->threads_started) {
+        pthread_join(a->work_thread, NULL);
+        pthread_join(a->sup_thread, NULL);
+    }
+    stop_tasks(a);
+    while (a->ntasks > 0)
+        task_remove(a, a->tasks[0]);
+    free(a->tasks);
+    crater_client_destroy(a->work_client);
+    crater_client_destroy(a->sup_client);
+    crater_cg_close(a->cg);
+    crater_sampler_destroy(a->sampler);
+    crater_nvml_close(a->nvml);
+    json_decref(a->hw);
+    crater_node_clear(&a->node);
+    free(a->server);
+    free(a->token);
+    free(a->data_dir);
+    pthread_cond_destroy(&a->wake);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}

@@ -1,0 +1,98 @@
+/* internal.h - the agent's state, shared by src/agent/agent.c (protocol
+ * threads) and src/agent/task.c (running tasks). Not a public header.
+ *
+ * a->mu guards the task table; each thread has its own HTTP client.
+ */
+#ifndef CRATER_AGENT_INTERNAL_H
+#define CRATER_AGENT_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent.h"
+#include "crater/cgroup.h"
+#include "crater/client.h"
+#include "crater/model.h"
+#include "crater/nvml.h"
+#include "crater/sampler.h"
+
+typedef enum atask_state {
+    AT_RUNNING,
+    AT_EXITED, /* exit status known; final report not yet acknowledged */
+} atask_state_t;
+
+typedef struct atask {
+    char *job;
+    uint32_t attempt;
+    char cg[64]; /* cgroup name: "job-<id>-<attempt>-<instance>" */
+    pid_t pid;
+    atask_state_t state;
+    int exit_code, signal;
+    bool oom;
+    bool stop_requested;
+    bool killed;
+    int64_t started_ms;
+    int64_t kill_at_ms; /* SIGKILL the cgroup at this time; 0 = none */
+    char *log_path[2];  /* stdout, stderr */
+    uint64_t log_sent[2];
+    uint64_t mem_limit;
+    uint64_t cpu_ns_prev;
+    int64_t cpu_ms_prev;
+    double cpu_millis; /* last measured CPU use */
+    uint64_t mem_bytes;
+    char *error; /* could not start: reported as failed */
+} atask_t;
+
+struct crater_agent {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    bool stopping;
+    pthread_t work_thread, sup_thread;
+    bool threads_started;
+
+    char *server, *token, *data_dir;
+    const crater_config_t *cfg;
+    uint64_t stop_grace_ms;
+    crater_node_t node; /* hardware model (owned) */
+    json_t *hw;         /* hardware document sent at register */
+    bool synthetic;     /* samples: synthetic */
+
+    crater_client_t *work_client; /* work thread only */
+    crater_client_t *sup_client;  /* supervisor thread only */
+    crater_cgroups_t *cg;
+    crater_sampler_t *sampler;
+    crater_nvml_t *nvml;
+
+    uint64_t seq; /* work channel position */
+    uint32_t instance; /* random per start: task cgroups of two agents
+                          (or two test clusters) on one machine never
+                          share a name */
+    bool need_register;
+    uint64_t hb_interval_ms;
+    int64_t next_hb_ms;
+    bool hb_now; /* a task finished: heartbeat at once */
+
+    uid_t uid;
+    gid_t gid;
+    bool switch_user;
+
+    atask_t **tasks;
+    size_t ntasks, captasks;
+};
+
+int64_t agent_now_ms(void);
+
+/* task.c (callers hold a->mu) */
+atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt);
+int task_start(crater_agent_t *a, json_t *task);
+void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
+void task_supervise(crater_agent_t *a, int64_t now);
+json_t *task_report(crater_agent_t *a, atask_t *t);
+void task_free(crater_agent_t *a, atask_t *t);
+void task_remove(crater_agent_t *a, atask_t *t);
+int task_user(crater_agent_t *a, crater_error_t *err);
+
+#endif /* CRATER_AGENT_INTERNAL_H */

@@ -1,0 +1,550 @@
+/* task.c - running a task: its cgroup, the exec, stopping it, reaping it.
+ *
+ * Start: the limits are computed from the task craterd sent (CPU quota =
+ * request x cpuLimitMultiplier, plus burst when asked; memory limit; IO
+ * limits from ioProfile on the placed device; cpuset/mems on the NUMA node
+ * of its GPUs), the task's cgroup is created, and the agent forks. The
+ * child writes its own pid into the cgroup.procs files (so it is limited
+ * before it runs any task code), redirects stdout/stderr to the task's log
+ * files, drops to the task user, changes directory and execs the argv:
+ * never a shell. Everything the child needs is prepared before fork; the
+ * child only makes async-signal-safe calls.
+ *
+ * Stop: SIGTERM to the task's process group, and SIGKILL to everything in
+ * its cgroup when the grace period ends. Reap: waitpid(WNOHANG) on each
+ * tick; an exit after a SIGKILL with an OOM kill recorded in the cgroup is
+ * reported as OOM-killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/internal.h"
+#include "crater/log.h"
+
+extern char **environ;
+
+int64_t agent_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* attempt 0: any attempt of the job */
+atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (strcmp(a->tasks[i]->job, job) == 0
+            && (!attempt || a->tasks[i]->attempt == attempt))
+            return a->tasks[i];
+    return NULL;
+}
+
+/* The task user: agent.taskUser when the agent runs as root (root itself
+ * only with agent.allowRootTasks), otherwise the agent's own user. */
+int task_user(crater_agent_t *a, crater_error_t *err)
+{
+    const char *name = a->cfg ? a->cfg->agent.task_user : "nobody";
+    struct passwd *pw;
+
+    a->switch_user = false;
+    if (geteuid() != 0)
+        return 0;
+    if (!name || !(pw = getpwnam(name)))
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "agent.taskUser",
+                                   "agent.taskUser: no user '%s' on this "
+                                   "machine",
+                                   name ? name : "");
+    if (pw->pw_uid == 0 && !(a->cfg && a->cfg->agent.allow_root_tasks))
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "agent.taskUser",
+                                   "agent.taskUser is root: set "
+                                   "agent.allowRootTasks to allow it");
+    a->uid = pw->pw_uid;
+    a->gid = pw->pw_gid;
+    a->switch_user = pw->pw_uid != 0;
+    return 0;
+}
+
+/* ---- limits ----------------------------------------------------------------
+ */
+
+static int read_small(const char *path, char *buf, size_t n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t r;
+
+    if (fd < 0)
+        return -1;
+    r = read(fd, buf, n - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
+static int name_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* IO throttles from ioProfile on the device the job was placed on. */
+static void io_limits(json_t *task, crater_cg_limits_t *lim)
+{
+    static const char *const profiles[] = {
+        [CRATER_IO_DEFAULT] = "default",
+        [CRATER_IO_TRAINING] = "training",
+        [CRATER_IO_INFERENCE] = "inference",
+        [CRATER_IO_MODEL_LOADING] = "model-loading",
+        [CRATER_IO_NONE] = "none",
+    };
+    static const char *const workloads[] = {
+        [CRATER_WORKLOAD_TRAINING] = "training",
+        [CRATER_WORKLOAD_INFERENCE] = "inference",
+        [CRATER_WORKLOAD_BATCH] = "batch",
+        [CRATER_WORKLOAD_INTERACTIVE] = "interactive",
+    };
+    json_t *spec = json_object_get(task, "spec");
+    int prof = name_index(json_string_value(json_object_get(spec, "ioProfile")),
+                          profiles,
+                          5);
+    int wl =
+        name_index(json_string_value(json_object_get(spec, "workloadType")),
+                   workloads,
+                   4);
+    const char *dev = json_string_value(
+        json_object_get(json_object_get(task, "placement"), "disk"));
+    uint32_t major, minor;
+    char path[256], mm[32];
+
+    if (!dev || prof < 0 || wl < 0)
+        return;
+    snprintf(path, sizeof(path), "/sys/block/%s/dev", dev);
+    if (read_small(path, mm, sizeof(mm)) < 0
+        || sscanf(mm, "%u:%u", &major, &minor) != 2)
+        return;
+    if (crater_cg_io_profile((crater_io_profile_t)prof,
+                             (crater_workload_t)wl,
+                             major,
+                             minor,
+                             &lim->io[0])
+        == 1)
+        lim->nio = 1;
+}
+
+/* Only what this machine's cgroups can enforce is asked for: a missing
+ * controller would make crater_cg_create() refuse the task. */
+static void drop_unavailable(crater_agent_t *a, crater_cg_limits_t *lim)
+{
+    unsigned c = crater_cg_controllers(a->cg);
+
+    if (!(c & CRATER_CG_CPU))
+        lim->cpu_quota_milli = lim->cpu_burst_us = 0;
+    if (!(c & CRATER_CG_MEMORY))
+        lim->mem_bytes = 0;
+    if (!(c & CRATER_CG_CPUSET))
+        lim->cpuset_cpus = lim->cpuset_mems = NULL;
+    if (!(c & CRATER_CG_IO))
+        lim->nio = 0;
+}
+
+static void task_limits(crater_agent_t *a,
+                        json_t *task,
+                        crater_cg_limits_t *lim,
+                        char *cpus,
+                        size_t n)
+{
+    json_t *l = json_object_get(task, "limits");
+    json_t *spec = json_object_get(task, "spec");
+    double mult = json_number_value(json_object_get(l, "cpuLimitMultiplier"));
+    int numa = (int)json_integer_value(
+        json_object_get(json_object_get(task, "placement"), "numa"));
+    char path[128];
+
+    memset(lim, 0, sizeof(*lim));
+    if (mult < 1)
+        mult = a->cfg ? a->cfg->agent.cpu_limit_multiplier : 1.0;
+    lim->cpu_quota_milli =
+        (uint64_t)((double)json_integer_value(json_object_get(l, "cpu_millis"))
+                   * mult);
+    if (json_is_true(json_object_get(spec, "cpuBurst")))
+        lim->cpu_burst_us = 100000;
+    lim->mem_bytes =
+        (uint64_t)json_integer_value(json_object_get(l, "memory_bytes"));
+    snprintf(path,
+             sizeof(path),
+             "/sys/devices/system/node/node%d/cpulist",
+             numa);
+    if (numa >= 0 && read_small(path, cpus, n) == 0) {
+        lim->cpuset_cpus = cpus;
+        snprintf(cpus + strlen(cpus) + 1, n - strlen(cpus) - 1, "%d", numa);
+        lim->cpuset_mems = cpus + strlen(cpus) + 1;
+    }
+    io_limits(task, lim);
+    drop_unavailable(a, lim);
+}
+
+/* ---- exec ------------------------------------------------------------------
+ */
+
+typedef struct spawn {
+    char **argv, **envp, **procs;
+    size_t nprocs;
+    const char *out, *errf, *dir;
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+} spawn_t;
+
+static void child_write_pid(char *const *procs, size_t n)
+{
+    char buf[24];
+    int len = 0;
+    pid_t p = getpid();
+    char tmp[24];
+
+    do {
+        tmp[len++] = (char)('0' + p % 10);
+        p /= 10;
+    } while (p > 0);
+    for (int i = 0; i < len; i++)
+        buf[i] = tmp[len - 1 - i];
+    for (size_t i = 0; i < n; i++) {
+        int fd = open(procs[i], O_WRONLY);
+        if (fd >= 0) {
+            if (write(fd, buf, (size_t)len) < 0)
+                _exit(126);
+            close(fd);
+        }
+    }
+}
+
+static void child(const spawn_t *s)
+{
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+
+    setpgid(0, 0);
+    child_write_pid(s->procs, s->nprocs);
+    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
+        || dup2(err, 2) < 0)
+        _exit(126);
+    if (s->dir && chdir(s->dir) < 0)
+        _exit(126);
+    if (s->switch_user
+        && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
+        _exit(126);
+    signal(SIGPIPE, SIG_DFL);
+    execvpe(s->argv[0], s->argv, s->envp);
+    _exit(127);
+}
+
+static char **strv_from_json(json_t *a)
+{
+    size_t n = json_array_size(a), i;
+    char **v = calloc(n + 1, sizeof(*v));
+    json_t *e;
+
+    if (!v)
+        return NULL;
+    json_array_foreach(a, i, e)
+    {
+        const char *str = json_string_value(e);
+        v[i] = strdup(str ? str : "");
+    }
+    return v;
+}
+
+static void strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+/* Inherited PATH/LANG, then the task's variables. */
+static char **task_env(json_t *env)
+{
+    size_t n = json_object_size(env) + 4, k = 0;
+    char **v = calloc(n, sizeof(*v));
+    const char *key;
+    json_t *val;
+
+    if (!v)
+        return NULL;
+    const char *path = getenv("PATH");
+
+    if (asprintf(&v[k], "PATH=%s", path ? path : "/usr/local/bin:/usr/bin:/bin")
+        >= 0)
+        k++;
+    if ((v[k] = strdup("LANG=C.UTF-8")))
+        k++;
+    json_object_foreach(env, key, val)
+    {
+        const char *str = json_string_value(val);
+        if (asprintf(&v[k], "%s=%s", key, str ? str : "") >= 0)
+            k++;
+    }
+    return v;
+}
+
+static atask_t *task_new(crater_agent_t *a, json_t *task)
+{
+    atask_t *t = calloc(1, sizeof(*t));
+    const char *job = json_string_value(json_object_get(task, "job"));
+    char path[4096];
+
+    if (!t)
+        return NULL;
+    t->job = strdup(job ? job : "?");
+    t->attempt = (uint32_t)json_integer_value(json_object_get(task, "attempt"));
+    snprintf(t->cg, sizeof(t->cg), "job-%s-%u-%08x", t->job, t->attempt,
+             a->instance);
+    snprintf(path,
+             sizeof(path),
+             "%s/logs/%s.%u.stdout",
+             a->data_dir,
+             t->job,
+             t->attempt);
+    t->log_path[0] = strdup(path);
+    snprintf(path,
+             sizeof(path),
+             "%s/logs/%s.%u.stderr",
+             a->data_dir,
+             t->job,
+             t->attempt);
+    t->log_path[1] = strdup(path);
+    t->started_ms = agent_now_ms();
+    t->state = AT_RUNNING;
+    return t;
+}
+
+static int task_add(crater_agent_t *a, atask_t *t)
+{
+    if (a->ntasks == a->captasks) {
+        size_t cap = a->captasks ? a->captasks * 2 : 16;
+        atask_t **n = realloc(a->tasks, cap * sizeof(*n));
+        if (!n)
+            return -1;
+        a->tasks = n;
+        a->captasks = cap;
+    }
+    a->tasks[a->ntasks++] = t;
+    return 0;
+}
+
+static int do_spawn(crater_agent_t *a,
+                    atask_t *t,
+                    json_t *task,
+                    crater_error_t *err)
+{
+    spawn_t s = {0};
+    crater_cg_limits_t lim;
+    char cpus[512] = "";
+    int rc = -1;
+
+    task_limits(a, task, &lim, cpus, sizeof(cpus));
+    t->mem_limit = lim.mem_bytes;
+    s.argv = strv_from_json(json_object_get(task, "argv"));
+    s.envp = task_env(json_object_get(task, "env"));
+    s.out = t->log_path[0];
+    s.errf = t->log_path[1];
+    s.dir = json_string_value(json_object_get(task, "workingDir"));
+    s.switch_user = a->switch_user;
+    s.uid = a->uid;
+    s.gid = a->gid;
+    if (!s.argv || !s.argv[0] || !s.envp) {
+        crater_errorf(err, CRATER_EINVAL, "task has no command");
+        goto out;
+    }
+    if (crater_cg_create(a->cg, t->cg, &lim, err) < 0
+        || crater_cg_procs_paths(a->cg, t->cg, &s.procs, &s.nprocs, err) < 0)
+        goto out;
+    t->pid = fork();
+    if (t->pid == 0)
+        child(&s);
+    if (t->pid < 0) {
+        crater_errorf(err, CRATER_EIO, "fork: %s", strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    strv_free(s.argv);
+    strv_free(s.envp);
+    crater_cg_paths_free(s.procs, s.nprocs);
+    return rc;
+}
+
+/* Start the task unless this job and attempt already runs here (craterd
+ * re-sends start orders after a reconnect). */
+int task_start(crater_agent_t *a, json_t *task)
+{
+    const char *job = json_string_value(json_object_get(task, "job"));
+    crater_error_t err = {0};
+    atask_t *t, *old;
+
+    if (!job)
+        return -1;
+    old = task_find(a,
+                    job,
+                    (uint32_t)json_integer_value(
+                        json_object_get(task, "attempt")));
+    if (old)
+        return 0;
+    if (!(t = task_new(a, task)) || task_add(a, t) < 0) {
+        task_free(a, t);
+        return -1;
+    }
+    if (do_spawn(a, t, task, &err) < 0) {
+        crater_log(LOG_ERR, "job %s: cannot start: %s", job, err.text);
+        t->error = strdup(err.text);
+        t->state = AT_EXITED;
+        t->exit_code = 127;
+        a->hb_now = true;
+    }
+    return 0;
+}
+
+void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms)
+{
+    int64_t at = agent_now_ms() + (int64_t)grace_ms;
+
+    if (t->state != AT_RUNNING)
+        return;
+    if (!t->stop_requested || at < t->kill_at_ms)
+        t->kill_at_ms = at;
+    t->stop_requested = true;
+    if (t->pid > 0)
+        kill(-t->pid, SIGTERM);
+    crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
+}
+
+/* ---- supervision ------------------------------------------------------------
+ */
+
+static void exited(crater_agent_t *a, atask_t *t, int status)
+{
+    uint64_t ooms = 0;
+
+    t->state = AT_EXITED;
+    if (WIFEXITED(status))
+        t->exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        t->signal = WTERMSIG(status);
+    if (crater_cg_oom_kills(a->cg, t->cg, &ooms, NULL) == 0 && ooms > 0)
+        t->oom = true;
+    crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
+    a->hb_now = true;
+}
+
+static void measure(crater_agent_t *a, atask_t *t, int64_t now)
+{
+    uint64_t cpu_ns = 0, mem = 0;
+
+    if (crater_cg_usage(a->cg, t->cg, &cpu_ns, &mem, NULL) < 0)
+        return;
+    if (t->cpu_ms_prev && now > t->cpu_ms_prev && cpu_ns >= t->cpu_ns_prev)
+        t->cpu_millis = (double)(cpu_ns - t->cpu_ns_prev) / 1e3
+                        / (double)(now - t->cpu_ms_prev);
+    t->cpu_ns_prev = cpu_ns;
+    t->cpu_ms_prev = now;
+    t->mem_bytes = mem;
+}
+
+void task_supervise(crater_agent_t *a, int64_t now)
+{
+    for (size_t i = 0; i < a->ntasks; i++) {
+        atask_t *t = a->tasks[i];
+        int status;
+        if (t->state != AT_RUNNING)
+            continue;
+        if (t->pid > 0 && waitpid(t->pid, &status, WNOHANG) == t->pid) {
+            exited(a, t, status);
+            continue;
+        }
+        if (t->kill_at_ms && now >= t->kill_at_ms && !t->killed) {
+            t->killed = true;
+            kill(-t->pid, SIGKILL);
+            crater_cg_kill(a->cg, t->cg, SIGKILL, NULL);
+        }
+        measure(a, t, now);
+    }
+}
+
+json_t *task_report(crater_agent_t *a, atask_t *t)
+{
+    (void)a;
+    if (t->state == AT_RUNNING)
+        return json_pack("{s:s, s:i, s:s, s:{s:f, s:I}}",
+                         "job",
+                         t->job,
+                         "attempt",
+                         (int)t->attempt,
+                         "state",
+                         "running",
+                         "usage",
+                         "cpu_millis",
+                         t->cpu_millis,
+                         "memory_bytes",
+                         (json_int_t)t->mem_bytes);
+    return json_pack("{s:s, s:i, s:s, s:i, s:i, s:b, s:s?}",
+                     "job",
+                     t->job,
+                     "attempt",
+                     (int)t->attempt,
+                     "state",
+                     t->exit_code == 0 && !t->signal && !t->oom ? "succeeded"
+                                                                : "failed",
+                     "exit_code",
+                     t->exit_code,
+                     "signal",
+                     t->signal,
+                     "oom",
+                     t->oom,
+                     "error",
+                     t->error);
+}
+
+void task_free(crater_agent_t *a, atask_t *t)
+{
+    if (!t)
+        return;
+    if (t->state == AT_EXITED || t->pid <= 0)
+        crater_cg_destroy(a->cg, t->cg, NULL);
+    free(t->job);
+    free(t->log_path[0]);
+    free(t->log_path[1]);
+    free(t->error);
+    free(t);
+}
+
+void task_remove(crater_agent_t *a, atask_t *t)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i] == t) {
+            a->tasks[i] = a->tasks[--a->ntasks];
+            break;
+        }
+    task_free(a, t);
+}

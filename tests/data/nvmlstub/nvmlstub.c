@@ -1,0 +1,377 @@
+/* nvmlstub.c - a stand-in libnvidia-ml.so.1 for tests (no GPU on CI).
+ *
+ * It exports the NVML entry points the agent uses and behaves like the
+ * real library where tests can tell: nvmlInit_v2 first (else
+ * NVML_ERROR_UNINITIALIZED, init/shutdown nest), NVML_ERROR_INVALID_ARGUMENT
+ * for NULL pointers and bad indices, NVML_ERROR_INSUFFICIENT_SIZE with
+ * the needed count for short process buffers, NVML_ERROR_NOT_SUPPORTED
+ * where a whole H100/H200 answers it (nvmlDeviceGetAttributes_v2 and
+ * nvmlDeviceGetNumaNodeId on x86 hosts).
+ *
+ * The machine is read from the environment at nvmlInit_v2:
+ *   NVMLSTUB_GPUS    number of GPUs (default 2, at most 8)
+ *   NVMLSTUB_MODEL   nvmlDeviceGetName (default "NVIDIA H200")
+ *   NVMLSTUB_MEM     total memory in bytes (default 143771 MiB)
+ *   NVMLSTUB_NVLINK  "direct" (default: GPUs 2k and 2k+1 joined by links
+ *                    0-3), "switch" (links 0-17 to NVSwitches) or "none"
+ * Fixed: uuids GPU-5eed0000-0000-4000-8000-00000000000<i>, bus ids
+ * 00000000:<07 + 8i>:00.0 in NVML's uppercase form, utilisation 37+i %,
+ * used memory (i+1) GiB, GPU 0 runs compute pid 4242 (1 GiB) and graphics
+ * pids 4242 (2 GiB) and 4243 (512 MiB), driver 580.159.04, CUDA 13000.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAXG 8
+#define NLINKS 18
+#define GIB (1024ull * 1024ull * 1024ull)
+
+typedef struct dev {
+    unsigned idx;
+} dev_t_;
+typedef dev_t_ *nvml_dev;
+
+typedef struct {
+    char bus_id_legacy[16];
+    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+} nvml_pci;
+
+typedef struct {
+    unsigned long long total, free, used;
+} nvml_mem;
+
+typedef struct {
+    unsigned gpu, memory;
+} nvml_util;
+
+typedef struct {
+    unsigned pid;
+    unsigned long long used;
+    unsigned gi, ci;
+} nvml_procinfo;
+
+typedef struct {
+    unsigned mp_count, copy_engines, decoders, encoders, jpegs, ofas;
+    unsigned gi_slices, ci_slices;
+    unsigned long long memory_mb;
+} nvml_attrs;
+
+enum {
+    OK = 0,
+    UNINIT = 1,
+    INVALID = 2,
+    NOT_SUPPORTED = 3,
+    NOT_FOUND = 6,
+    INSUFFICIENT = 7
+};
+
+static int refs;
+static unsigned ngpus = 2;
+static char model[96] = "NVIDIA H200";
+static unsigned long long mem_total = 143771ull * 1024 * 1024;
+static int link_mode; /* 0 direct, 1 switch, 2 none */
+static dev_t_ devs[MAXG];
+
+static void configure(void)
+{
+    const char *g = getenv("NVMLSTUB_GPUS"), *m = getenv("NVMLSTUB_MODEL");
+    const char *b = getenv("NVMLSTUB_MEM"), *l = getenv("NVMLSTUB_NVLINK");
+
+    ngpus = g ? (unsigned)atoi(g) : 2;
+    ngpus = ngpus > MAXG ? MAXG : ngpus;
+    snprintf(model, sizeof(model), "%s", m ? m : "NVIDIA H200");
+    mem_total = b ? strtoull(b, NULL, 10) : 143771ull * 1024 * 1024;
+    link_mode = !l || !strcmp(l, "direct") ? 0 : !strcmp(l, "switch") ? 1 : 2;
+    for (unsigned i = 0; i < MAXG; i++)
+        devs[i].idx = i;
+}
+
+EXPORT int nvmlInit_v2(void)
+{
+    if (refs++ == 0)
+        configure();
+    return OK;
+}
+
+EXPORT int nvmlShutdown(void)
+{
+    if (!refs)
+        return UNINIT;
+    refs--;
+    return OK;
+}
+
+EXPORT const char *nvmlErrorString(int r)
+{
+    static const char *const s[] = {"Success",
+                                    "Uninitialized",
+                                    "Invalid Argument",
+                                    "Not Supported"};
+    return r >= 0 && r < 4     ? s[r]
+           : r == INSUFFICIENT ? "Insufficient Size"
+                               : "Unknown Error";
+}
+
+/* The common checks: initialised, device valid, pointers given. */
+static int chk(nvml_dev d, const void *p)
+{
+    if (!refs)
+        return UNINIT;
+    if (!p || (d && (d < devs || d >= devs + ngpus)))
+        return INVALID;
+    return OK;
+}
+
+static int chk_dev(nvml_dev d, const void *p)
+{
+    return !refs ? UNINIT : !d ? INVALID : chk(d, p);
+}
+
+EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
+{
+    int r = chk(NULL, n);
+
+    if (r == OK)
+        *n = ngpus;
+    return r;
+}
+
+EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvml_dev *d)
+{
+    int r = chk(NULL, d);
+
+    if (r == OK && i >= ngpus)
+        return INVALID;
+    if (r == OK)
+        *d = &devs[i];
+    return r;
+}
+
+static int put(char *buf, unsigned len, const char *s)
+{
+    if (strlen(s) >= len)
+        return INSUFFICIENT;
+    strcpy(buf, s);
+    return OK;
+}
+
+EXPORT int nvmlDeviceGetUUID(nvml_dev d, char *buf, unsigned len)
+{
+    char s[64];
+    int r = chk_dev(d, buf);
+
+    if (r != OK)
+        return r;
+    snprintf(s, sizeof(s), "GPU-5eed0000-0000-4000-8000-00000000000%u", d->idx);
+    return put(buf, len, s);
+}
+
+EXPORT int nvmlDeviceGetName(nvml_dev d, char *buf, unsigned len)
+{
+    int r = chk_dev(d, buf);
+
+    return r != OK ? r : put(buf, len, model);
+}
+
+static void pci_of(unsigned idx, nvml_pci *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->bus = 0x07 + 8 * idx;
+    p->pci_device_id = 0x233510de;
+    snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%02X:00.0", p->bus);
+    snprintf(p->bus_id_legacy,
+             sizeof(p->bus_id_legacy),
+             "0000:%02X:00.0",
+             p->bus);
+}
+
+EXPORT int nvmlDeviceGetPciInfo_v3(nvml_dev d, nvml_pci *p)
+{
+    int r = chk_dev(d, p);
+
+    if (r == OK)
+        pci_of(d->idx, p);
+    return r;
+}
+
+EXPORT int nvmlDeviceGetMemoryInfo(nvml_dev d, nvml_mem *m)
+{
+    int r = chk_dev(d, m);
+
+    if (r != OK)
+        return r;
+    m->total = mem_total;
+    m->used = (d->idx + 1) * GIB;
+    m->free = m->total - m->used;
+    return OK;
+}
+
+EXPORT int nvmlDeviceGetCudaComputeCapability(nvml_dev d, int *ma, int *mi)
+{
+    int r = chk_dev(d, ma);
+
+    if (r == OK && !mi)
+        r = INVALID;
+    if (r == OK)
+        *ma = 9, *mi = 0;
+    return r;
+}
+
+EXPORT int nvmlDeviceGetAttributes_v2(nvml_dev d, nvml_attrs *a)
+{
+    int r = chk_dev(d, a);
+
+    return r != OK ? r : NOT_SUPPORTED; /* MIG device handles only */
+}
+
+EXPORT int nvmlDeviceGetNumaNodeId(nvml_dev d, unsigned *node)
+{
+    int r = chk_dev(d, node);
+
+    return r != OK ? r : NOT_SUPPORTED; /* GPU memory is not a NUMA node */
+}
+
+static int link_chk(nvml_dev d, unsigned link, const void *p)
+{
+    int r = chk_dev(d, p);
+
+    if (r != OK)
+        return r;
+    if (link >= NLINKS)
+        return INVALID;
+    if (link_mode == 2)
+        return NOT_SUPPORTED;
+    if (link_mode == 0 && (d->idx ^ 1) >= ngpus)
+        return NOT_SUPPORTED; /* the odd GPU out has no partner */
+    return OK;
+}
+
+static int link_on(unsigned link)
+{
+    return link_mode == 1 || link < 4;
+}
+
+EXPORT int nvmlDeviceGetNvLinkState(nvml_dev d, unsigned link, unsigned *on)
+{
+    int r = link_chk(d, link, on);
+
+    if (r == OK)
+        *on = (unsigned)link_on(link);
+    return r;
+}
+
+EXPORT int nvmlDeviceGetNvLinkVersion(nvml_dev d, unsigned link, unsigned *v)
+{
+    int r = link_chk(d, link, v);
+
+    if (r == OK)
+        *v = 4;
+    return r;
+}
+
+EXPORT int nvmlDeviceGetNvLinkRemoteDeviceType(nvml_dev d,
+                                               unsigned link,
+                                               unsigned *t)
+{
+    int r = link_chk(d, link, t);
+
+    if (r == OK)
+        *t = link_mode == 1 ? 2 : 0;
+    return r;
+}
+
+EXPORT int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_dev d,
+                                               unsigned link,
+                                               nvml_pci *p)
+{
+    int r = link_chk(d, link, p);
+
+    if (r == OK && !link_on(link))
+        return NOT_SUPPORTED;
+    if (r != OK)
+        return r;
+    if (link_mode == 1) {
+        pci_of(0x20 + link, p); /* an NVSwitch */
+        return OK;
+    }
+    pci_of(d->idx ^ 1, p);
+    return OK;
+}
+
+EXPORT int nvmlDeviceGetUtilizationRates(nvml_dev d, nvml_util *u)
+{
+    int r = chk_dev(d, u);
+
+    if (r == OK)
+        u->gpu = 37 + d->idx, u->memory = 10;
+    return r;
+}
+
+static int procs(nvml_dev d, unsigned *count, nvml_procinfo *p, int gfx)
+{
+    static const nvml_procinfo compute[] = {{4242, GIB, 0, 0}};
+    static const nvml_procinfo graphics[] = {{4242, 2 * GIB, 0, 0},
+                                             {4243, GIB / 2, 0, 0}};
+    const nvml_procinfo *src = gfx ? graphics : compute;
+    unsigned n = d && d->idx == 0 ? (gfx ? 2 : 1) : 0;
+    int r = chk_dev(d, count);
+
+    if (r != OK)
+        return r;
+    if (*count < n) {
+        *count = n;
+        return INSUFFICIENT;
+    }
+    if (n && !p)
+        return INVALID;
+    memcpy(p, src, n * sizeof(*p));
+    *count = n;
+    return OK;
+}
+
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(nvml_dev d,
+                                                   unsigned *c,
+                                                   nvml_procinfo *p)
+{
+    return procs(d, c, p, 0);
+}
+
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v2(nvml_dev d,
+                                                   unsigned *c,
+                                                   nvml_procinfo *p)
+{
+    return procs(d, c, p, 0);
+}
+
+EXPORT int nvmlDeviceGetGraphicsRunningProcesses_v3(nvml_dev d,
+                                                    unsigned *c,
+                                                    nvml_procinfo *p)
+{
+    return procs(d, c, p, 1);
+}
+
+EXPORT int nvmlDeviceGetGraphicsRunningProcesses_v2(nvml_dev d,
+                                                    unsigned *c,
+                                                    nvml_procinfo *p)
+{
+    return procs(d, c, p, 1);
+}
+
+EXPORT int nvmlSystemGetDriverVersion(char *buf, unsigned len)
+{
+    int r = chk(NULL, buf);
+
+    return r != OK ? r : put(buf, len, "580.159.04");
+}
+
+EXPORT int nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    int r = chk(NULL, v);
+
+    if (r == OK)
+        *v = 13000;
+    return r;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# test_agent.sh - craterd and crater-agent as separate processes: discovery
+# output is a valid hardware file; an agent with a hardware file registers
+# and runs a job; a partition (SIGSTOP the agent past heartbeatTimeout,
+# then SIGCONT) makes the node NotReady and Ready again, and under the
+# conservative migrationPolicy the long-running job is neither lost nor
+# duplicated; an agent restart re-reports its node without running
+# anything twice.
+set -uo pipefail
+src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
+pass=0 fail=0
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+pid="" apid=""
+trap 'kill -CONT $apid 2>/dev/null; kill -9 $pid $apid 2>/dev/null; pkill -f "sleep 3[01]" 2>/dev/null; rm -rf "$tmp"' EXIT
+. "$src/tests/integration/craterd_lib.sh"
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+c() { "$bin" "$@" --server "$url" --token "$admin"; }
+state() { c get job "$1" -o json | jq -r .state; }
+nstate() { c get nodes -o json | jq -r ".items[] | select(.name == \"$1\") | .state"; }
+until_() { # until_ SECONDS 'SHELL CONDITION': re-evaluated until true
+    local n=$(( $1 * 10 )) i
+    for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
+    return 1
+}
+
+# ---- discovery --------------------------------------------------------------------
+"$agentbin" --discover -o yaml >"$tmp/me.yaml" 2>"$tmp/disc.err" && ok || { bad "discover"; cat "$tmp/disc.err"; }
+"$bin" validate "$tmp/me.yaml" >/dev/null 2>&1 && ok || { bad "discovered file validates"; "$bin" validate "$tmp/me.yaml"; }
+grep -q '^"kind": "Node"' "$tmp/me.yaml" && ok || bad "discovered kind Node"
+
+# ---- craterd + one agent ------------------------------------------------------------
+cat >"$tmp/craterd.yaml" <<'EOF'
+apiVersion: crater/v1
+kind: Config
+agent:
+  heartbeatInterval: 200ms
+  heartbeatTimeout: 3s
+  migrationPolicy: conservative
+  migrationMinRuntime: 1s
+EOF
+start_craterd "$tmp/data" --config "$tmp/craterd.yaml" || exit 1
+atok=$(c token create --role agent --node small-0 -o json | jq -r .token)
+start_agent() {
+    "$agentbin" --server "$url" --token "$atok" --hardware "$src/tests/data/hw-small.yaml" \
+        --node small-0 --data "$tmp/agent" --config "$tmp/craterd.yaml" 2>>"$tmp/agent.err" &
+    apid=$!
+}
+start_agent
+until_ 10 'test "$(nstate small-0)" = Ready' && ok || { bad "agent registered"; cat "$tmp/agent.err"; }
+
+printf 'name: long\ncommand: [sleep, "31"]\nresources: {cpu: 1, memory: 64Mi}\n' >"$tmp/j.yaml"
+id=$(c submit -f "$tmp/j.yaml" -o json | jq -r .id)
+until_ 10 'test "$(state "$id")" = running' && ok || bad "job running"
+sleep 1.5 # past migrationMinRuntime
+
+# ---- partition ------------------------------------------------------------------------
+kill -STOP "$apid"
+until_ 10 'test "$(nstate small-0)" = NotReady' && ok || bad "node NotReady while the agent is stopped"
+until_ 10 'test "$(state "$id")" = lost' && ok || bad "job lost, not requeued (conservative)"
+[ "$(pgrep -fc 'sleep 31')" = 1 ] && ok || bad "the task keeps running during the partition"
+kill -CONT "$apid"
+until_ 10 'test "$(nstate small-0)" = Ready' && ok || bad "node Ready after SIGCONT"
+until_ 10 'test "$(state "$id")" = running' && ok || bad "job running again"
+c get job "$id" -o json | jq -e '.attempts == 1' >/dev/null && ok || bad "not requeued"
+[ "$(pgrep -fc 'sleep 31')" = 1 ] && ok || bad "exactly one copy of the task"
+
+# ---- a partition longer than the wait: requeued once, never duplicated ------------------
+kill -STOP "$apid"
+until_ 10 'test "$(state "$id")" = lost' && ok || bad "lost again"
+until_ 15 'test "$(state "$id")" = pending -o "$(state "$id")" = bound' && ok || bad "requeued after heartbeatTimeout more"
+kill -CONT "$apid"
+# the agent reports the old attempt: craterd orders it stopped; the new attempt runs
+until_ 15 'test "$(state "$id")" = running' && ok || bad "new attempt running"
+sleep 1
+c get job "$id" -o json | jq -e '.attempts == 2' >/dev/null && ok || bad "attempt 2"
+until_ 10 'test "$(pgrep -fc '\''sleep 31'\'')" = 1' && ok || bad "old attempt stopped: one copy"
+
+# ---- agent restart -----------------------------------------------------------------
+kill -TERM "$apid"; wait "$apid"
+until_ 10 'test "$(state "$id")" != running' || true
+start_agent
+until_ 10 'test "$(nstate small-0)" = Ready' && ok || bad "agent back"
+until_ 15 'test "$(state "$id")" = running' && ok || bad "job runs after agent restart"
+[ "$(pgrep -fc 'sleep 31')" = 1 ] && ok || bad "one copy after agent restart"
+
+c cancel "$id" >/dev/null
+kill -TERM "$apid"; wait "$apid"; apid=""
+grep -q Sanitizer "$tmp/agent.err" && { bad "agent sanitizer report"; cat "$tmp/agent.err"; } || ok
+stop_craterd && ok || bad "craterd clean stop"
+grep -q Sanitizer "$craterd_log" && { bad "craterd sanitizer report"; cat "$craterd_log"; } || ok
+
+echo "test_agent: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

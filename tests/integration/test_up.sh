@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# test_up.sh - `crater up` as a new user runs it, with real tasks: a job
+# that prints (its log comes back), one that sleeps (seen running), one
+# that exceeds its memory limit (OOM-killed and reported), one that ignores
+# SIGTERM (SIGKILLed after its grace period), preemption of a low-priority
+# job by a high one (victim stopped and requeued, the new job runs), the
+# cgroup files of a running task, GPU UUIDs in CUDA_VISIBLE_DEVICES, jobs
+# landing on the node the scheduler picks among several agents, and a clean
+# Ctrl-C. Tasks run on this machine; cgroup checks skip where cgroups are
+# not writable.
+set -uo pipefail
+src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
+pass=0 fail=0
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+up=""
+trap '[ -n "$up" ] && kill -9 $up 2>/dev/null; rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+c() { "$bin" "$@" --server "$url" --token "$token"; }
+job() { c get job "$1" -o json 2>/dev/null; }
+wait_for() { # wait_for SECONDS JOB JQ_FILTER
+    local t=$(( $1 * 10 )) i
+    for i in $(seq 1 "$t"); do
+        job "$2" | jq -e "$3" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "timeout waiting for job $2: $3"; job "$2" | jq -c '{state, exit, history: [.history[] | .state + ": " + .reason]}'
+    return 1
+}
+submit() { # submit YAML_TEXT -> prints the job id
+    printf '%s\n' "$1" >"$tmp/j.yaml"
+    c submit -f "$tmp/j.yaml" -o json | jq -r .id
+}
+
+cd "$tmp"
+"$bin" up --data "$tmp/var" --listen 127.0.0.1:0 \
+    --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &
+up=$!
+for i in $(seq 1 100); do
+    url=$(sed -n 's/.*API on \(http:[^,]*\),.*/\1/p' "$tmp/up.out")
+    [ -n "$url" ] && break; sleep 0.1
+done
+[ -n "$url" ] || { echo "crater up did not start:"; cat "$tmp/up.out"; exit 1; }
+token=$(cat "$tmp/var/admin.token")
+grep -q "3 agents" "$tmp/up.out" && ok || bad "banner names 3 agents"
+for i in $(seq 1 50); do
+    [ "$(c get nodes -o json | jq '[.items[] | select(.state == "Ready")] | length')" = 3 ] && break
+    sleep 0.1
+done
+[ "$(c get nodes -o json | jq '[.items[] | select(.state == "Ready")] | length')" = 3 ] && ok || bad "3 nodes ready"
+
+# ---- print: the log comes back ----------------------------------------------------
+id=$(submit 'name: hello
+command: [echo, hello from a task]
+resources: {cpu: 1, memory: 64Mi}')
+wait_for 20 "$id" '.state == "succeeded" and .exit.code == 0' && ok || bad "print job succeeded"
+for i in $(seq 1 30); do c logs "$id" 2>/dev/null | grep -q 'hello from a task' && break; sleep 0.1; done
+c logs "$id" | grep -q 'hello from a task' && ok || bad "print job log"
+
+# ---- GPU job: CUDA_VISIBLE_DEVICES by UUID, lands on a GPU node ---------------------
+id=$(submit 'name: gpu
+command: [sh, -c, "echo devices=$CUDA_VISIBLE_DEVICES order=$CUDA_DEVICE_ORDER"]
+resources: {gpu: {count: 1}, cpu: 1, memory: 64Mi}')
+wait_for 20 "$id" '.state == "succeeded"' && ok || bad "gpu job succeeded"
+node=$(job "$id" | jq -r .placement.node)
+case $node in small-*) ok ;; *) bad "gpu job on $node, not a GPU node" ;; esac
+uuid=$(job "$id" | jq -r '.placement.gpus[0].uuid')
+for i in $(seq 1 30); do c logs "$id" 2>/dev/null | grep -q devices= && break; sleep 0.1; done
+c logs "$id" | grep -q "devices=$uuid order=PCI_BUS_ID" && ok || { bad "CUDA_VISIBLE_DEVICES=$uuid"; c logs "$id"; }
+
+# ---- node selector: jobs land where the scheduler says ----------------------------------
+id=$(submit 'name: edge-only
+command: ["true"]
+nodeSelector: {zone: b}
+resources: {cpu: 1, memory: 64Mi}')
+wait_for 20 "$id" '.state == "succeeded" and .placement.node == "edge"' && ok || bad "selector placed on edge"
+
+# ---- sleep: seen running; cgroup limits ---------------------------------------------------
+id=$(submit 'name: sleeper
+command: [sleep, "30"]
+resources: {cpu: 1500m, memory: 96Mi}')
+wait_for 20 "$id" '.state == "running"' && ok || bad "sleeper running"
+cg=""
+for d in /sys/fs/cgroup/cpu/crater /sys/fs/cgroup/crater; do
+    for g in "$d"/job-"$id"-1-*; do [ -d "$g" ] && cg=$g; done
+    [ -n "$cg" ] && break
+done
+if [ -z "$cg" ]; then
+    echo "SKIP: no task cgroup (cgroups not writable here)"
+elif [ -f "$cg/cpu.cfs_quota_us" ]; then
+    [ "$(cat "$cg/cpu.cfs_quota_us")" = 150000 ] && ok || bad "cpu quota $(cat "$cg/cpu.cfs_quota_us")"
+    [ "$(cat "/sys/fs/cgroup/memory/crater/${cg##*/}/memory.limit_in_bytes")" = $((96 * 1048576)) ] && ok || bad "memory limit"
+    grep -qx "$(pgrep -f 'sleep 30' | head -1)" "$cg/cgroup.procs" && ok || bad "task in its cgroup"
+else
+    [ "$(cut -d' ' -f1 "$cg/cpu.max")" = 150000 ] && ok || bad "cpu.max $(cat "$cg/cpu.max")"
+    [ "$(cat "$cg/memory.max")" = $((96 * 1048576)) ] && ok || bad "memory.max"
+fi
+c cancel "$id" >/dev/null
+wait_for 20 "$id" '.state == "cancelled"' && ok || bad "sleeper cancelled"
+
+# ---- memory hog: OOM-killed and reported ------------------------------------------------
+if [ -n "$cg" ]; then
+    id=$(submit 'name: hog
+command: [sh, -c, "head -c 400000000 /dev/zero | tail -n 1 >/dev/null"]
+resources: {cpu: 1, memory: 64Mi}')
+    wait_for 60 "$id" '.state == "failed" and .exit.oom' && ok || bad "hog OOM-killed"
+    job "$id" | jq -e '[.history[].reason] | any(test("OOM"))' >/dev/null && ok || bad "OOM in history"
+fi
+
+# ---- SIGTERM ignored: SIGKILL after the grace period --------------------------------------
+id=$(submit 'name: stubborn
+command: [sh, -c, "trap \"\" TERM; echo ready; sleep 60"]
+gracePeriod: 2s
+resources: {cpu: 1, memory: 64Mi}')
+wait_for 20 "$id" '.state == "running"' && ok || bad "stubborn running"
+t0=$(date +%s%N)
+c cancel "$id" >/dev/null
+wait_for 30 "$id" '.state == "cancelled" and .exit.signal == 9' && ok || bad "stubborn SIGKILLed"
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+echo "stubborn task killed ${ms} ms after cancel (grace 2000 ms)"
+[ "$ms" -ge 1900 ] && ok || bad "killed before the grace period ended (${ms} ms)"
+pgrep -f 'sleep 60' >/dev/null && bad "stubborn task still running" || ok
+
+# ---- preemption: a high-priority job displaces a preemptible one -------------------------
+low=$(submit 'name: low
+command: [sleep, "60"]
+priority: -10
+preemptible: true
+nodeSelector: {zone: b}
+resources: {cpu: 2, memory: 64Mi}')
+wait_for 20 "$low" '.state == "running"' && ok || bad "low running"
+high=$(submit 'name: high
+command: [sh, -c, "echo high ran"]
+priorityClass: high
+nodeSelector: {zone: b}
+resources: {cpu: 2, memory: 64Mi}')
+wait_for 40 "$high" '.state == "succeeded"' && ok || bad "high ran"
+job "$low" | jq -e '([.history[].state] | index("preempting") != null) and ([.history[].state] | index("preempted") != null)' >/dev/null && ok || bad "low preempted"
+wait_for 30 "$low" '.state == "running" and .attempts == 2' && ok || bad "low requeued and running again"
+c cancel "$low" >/dev/null
+
+# ---- Ctrl-C stops everything -------------------------------------------------------------
+kill -INT "$up"
+for i in $(seq 1 100); do kill -0 "$up" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$up" 2>/dev/null; then bad "crater up still running 10 s after Ctrl-C"; else
+    wait "$up"; rc=$?; up=""
+    [ "$rc" = 0 ] && ok || bad "crater up exit $rc"
+fi
+grep -q 'Sanitizer' "$tmp/up.out" && { bad "sanitizer report"; cat "$tmp/up.out"; } || ok
+pgrep -f 'sleep 60' >/dev/null && bad "tasks left running" || ok
+
+echo "test_up: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
