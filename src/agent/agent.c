@@ -294,11 +294,64 @@ static int ship_logs(crater_agent_t *a, atask_t *t, char *buf)
 /* ---- heartbeat
  * --------------------------------------------------------------- */
 
+/* Hardware-file nodes with `samples: synthetic` report what their tasks
+ * asked for, deterministically: CPU and memory as requested / capacity,
+ * 0.9 SM utilisation on each GPU a task holds, its slice as used memory.
+ * Nodes with real samples report /proc and NVML. Caller holds a->mu. */
+static json_t *synthetic_util(crater_agent_t *a)
+{
+    uint64_t cpu = 0, mem = 0, cap_cpu = crater_node_cpu_milli(&a->node);
+    uint64_t cap_mem = crater_node_memory_bytes(&a->node);
+    json_t *gpus = json_array();
+    double gu[CRATER_MAX_GPUS_PER_NODE] = {0};
+    uint64_t gm[CRATER_MAX_GPUS_PER_NODE] = {0};
+
+    for (size_t i = 0; i < a->ntasks; i++) {
+        const atask_t *t = a->tasks[i];
+        if (t->state != AT_RUNNING)
+            continue;
+        cpu += t->req_cpu_milli;
+        mem += t->mem_limit;
+        for (uint32_t g = 0; g < t->ngpus; g++) {
+            if (t->gpu[g] >= CRATER_MAX_GPUS_PER_NODE)
+                continue;
+            gu[t->gpu[g]] = 0.9;
+            gm[t->gpu[g]] += t->gpu_bytes[g];
+        }
+    }
+    for (size_t g = 0; g < a->node.ngpus && g < CRATER_MAX_GPUS_PER_NODE; g++)
+        json_array_append_new(gpus,
+                              json_pack("{s:i, s:f, s:I}",
+                                        "index",
+                                        (int)g,
+                                        "util",
+                                        gu[g],
+                                        "memory_used_bytes",
+                                        (json_int_t)gm[g]));
+    return json_pack("{s:f, s:f, s:f, s:o}",
+                     "cpu",
+                     cap_cpu ? (double)cpu / (double)cap_cpu : 0.0,
+                     "memory",
+                     cap_mem ? (double)mem / (double)cap_mem : 0.0,
+                     "disk",
+                     0.0,
+                     "gpus",
+                     gpus);
+}
+
 static json_t *util_json(crater_agent_t *a)
 {
     crater_host_sample_t hs = {0};
-    json_t *gpus = json_array();
+    json_t *gpus;
 
+    if (a->synthetic) {
+        json_t *u;
+        pthread_mutex_lock(&a->mu);
+        u = synthetic_util(a);
+        pthread_mutex_unlock(&a->mu);
+        return u;
+    }
+    gpus = json_array();
     crater_sampler_get(a->sampler, &hs);
     for (unsigned i = 0; a->nvml && i < crater_nvml_count(a->nvml); i++) {
         double u = 0;
@@ -390,7 +443,8 @@ static void *sup_main(void *arg)
 {
     crater_agent_t *a = arg;
     char *buf = malloc(LOG_CHUNK);
-    int64_t next_ship = 0;
+    int64_t next_ship = 0, next_sample = 0;
+    uint64_t every = a->cfg ? a->cfg->monitoring.sampling_interval_ms : 5000;
 
     while (buf && !stopping(a)) {
         int64_t now = agent_now_ms();
@@ -404,8 +458,11 @@ static void *sup_main(void *arg)
             a->next_hb_ms = now + (int64_t)a->hb_interval_ms;
         }
         pthread_mutex_unlock(&a->mu);
-        if (now >= next_ship) {
+        if (now >= next_sample) {
             crater_sampler_sample(a->sampler, (uint64_t)now, NULL);
+            next_sample = now + (int64_t)(every ? every : 5000);
+        }
+        if (now >= next_ship) {
             ship_running(a, buf);
             next_ship = now + 1000;
         }
@@ -480,8 +537,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     a->data_dir = strdup(o->data_dir ? o->data_dir : "./var/agent");
     a->need_register = true;
     a->hb_interval_ms = 5000;
-    if (getrandom(&a->instance, sizeof(a->instance), 0)
-        != sizeof(a->instance))
+    if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
         a->instance = (uint32_t)getpid();
     if (!a->server || !a->token || !a->data_dir) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");

@@ -39,6 +39,10 @@ typedef struct atask {
     char *log_path[2];  /* stdout, stderr */
     uint64_t log_sent[2];
     uint64_t mem_limit;
+    uint64_t req_cpu_milli; /* requested (synthetic samples) */
+    uint32_t ngpus;
+    uint32_t gpu[CRATER_MAX_GPUS_PER_NODE]; /* local GPU indices */
+    uint64_t gpu_bytes[CRATER_MAX_GPUS_PER_NODE];
     uint64_t cpu_ns_prev;
     int64_t cpu_ms_prev;
     double cpu_millis; /* last measured CPU use */
@@ -66,7 +70,7 @@ struct crater_agent {
     crater_sampler_t *sampler;
     crater_nvml_t *nvml;
 
-    uint64_t seq; /* work channel position */
+    uint64_t seq;      /* work channel position */
     uint32_t instance; /* random per start: task cgroups of two agents
                           (or two test clusters) on one machine never
                           share a name */

@@ -309,6 +309,26 @@ static char **task_env(json_t *env)
     return v;
 }
 
+/* What the task asked for: CPU and its GPUs with their slices. */
+static void task_requests(atask_t *t, json_t *task)
+{
+    json_t *gpus = json_object_get(json_object_get(task, "placement"), "gpus");
+    json_t *g;
+    size_t i;
+
+    t->req_cpu_milli = (uint64_t)json_integer_value(
+        json_object_get(json_object_get(task, "limits"), "cpu_millis"));
+    json_array_foreach(gpus, i, g)
+    {
+        if (t->ngpus == CRATER_MAX_GPUS_PER_NODE)
+            break;
+        t->gpu[t->ngpus] =
+            (uint32_t)json_integer_value(json_object_get(g, "index"));
+        t->gpu_bytes[t->ngpus++] =
+            (uint64_t)json_integer_value(json_object_get(g, "memory_bytes"));
+    }
+}
+
 static atask_t *task_new(crater_agent_t *a, json_t *task)
 {
     atask_t *t = calloc(1, sizeof(*t));
@@ -319,7 +339,11 @@ static atask_t *task_new(crater_agent_t *a, json_t *task)
         return NULL;
     t->job = strdup(job ? job : "?");
     t->attempt = (uint32_t)json_integer_value(json_object_get(task, "attempt"));
-    snprintf(t->cg, sizeof(t->cg), "job-%s-%u-%08x", t->job, t->attempt,
+    snprintf(t->cg,
+             sizeof(t->cg),
+             "job-%s-%u-%08x",
+             t->job,
+             t->attempt,
              a->instance);
     snprintf(path,
              sizeof(path),
@@ -337,6 +361,7 @@ static atask_t *task_new(crater_agent_t *a, json_t *task)
     t->log_path[1] = strdup(path);
     t->started_ms = agent_now_ms();
     t->state = AT_RUNNING;
+    task_requests(t, task);
     return t;
 }
 

@@ -174,6 +174,18 @@ static int pick_token(const cli_conn_in_t *in,
     return 0;
 }
 
+static bool is_loopback(const char *url)
+{
+    static const char *const local[] = {"http://127.0.0.1:",
+                                        "http://localhost:",
+                                        "http://[::1]:"};
+
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+        if (strncmp(url, local[i], strlen(local[i])) == 0)
+            return true;
+    return false;
+}
+
 /* The token `crater up` wrote next to its data, for the single-machine
  * case: `crater up` in one shell, `crater run` in another, same directory. */
 static void local_token(const char *path, cli_conn_t *c)
@@ -203,7 +215,7 @@ int cli_conn_resolve(const cli_conn_in_t *in,
         rc = pick_server(in, &fc, path, &c, err);
     if (rc == 0)
         rc = pick_token(in, &fc, &c, err);
-    if (rc == 0 && !c.token[0] && strcmp(c.server_from, "default") == 0)
+    if (rc == 0 && !c.token[0] && is_loopback(c.server))
         local_token(in->local_token_file, &c);
     if (rc == 0)
         *out = c;

@@ -30,7 +30,7 @@ typedef struct cli_conn_in {
     const char *flag_server, *flag_token; /* --server, --token */
     const char *env_server, *env_token;   /* CRATER_SERVER, CRATER_TOKEN */
     const char *home, *xdg_config_home;   /* $HOME, $XDG_CONFIG_HOME */
-    /* last resort for the token when the server is the default one: the
+    /* last resort for the token when the server is on loopback: the
      * admin token `crater up` wrote ("var/admin.token"); may be NULL */
     const char *local_token_file;
 } cli_conn_in_t;
