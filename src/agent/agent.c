@@ -294,9 +294,12 @@ static int ship_logs(crater_agent_t *a, atask_t *t, char *buf)
 /* ---- heartbeat
  * --------------------------------------------------------------- */
 
-/* Hardware-file nodes with `samples: synthetic` report what their tasks
- * asked for, deterministically: CPU and memory as requested / capacity,
- * 0.9 SM utilisation on each GPU a task holds, its slice as used memory.
+/* Hardware-file nodes with `samples: synthetic` report a deterministic
+ * load derived from what their tasks asked for: each task busy on half its
+ * CPU request and using half its memory request (a fully requested node
+ * reads 50%, under the default cpuThreshold/memoryThreshold, as a real
+ * node running typical jobs would), 0.9 SM utilisation on each GPU a task
+ * holds, its slice as used GPU memory.
  * Nodes with real samples report /proc and NVML. Caller holds a->mu. */
 static json_t *synthetic_util(crater_agent_t *a)
 {
@@ -330,9 +333,9 @@ static json_t *synthetic_util(crater_agent_t *a)
                                         (json_int_t)gm[g]));
     return json_pack("{s:f, s:f, s:f, s:o}",
                      "cpu",
-                     cap_cpu ? (double)cpu / (double)cap_cpu : 0.0,
+                     cap_cpu ? 0.5 * (double)cpu / (double)cap_cpu : 0.0,
                      "memory",
-                     cap_mem ? (double)mem / (double)cap_mem : 0.0,
+                     cap_mem ? 0.5 * (double)mem / (double)cap_mem : 0.0,
                      "disk",
                      0.0,
                      "gpus",
