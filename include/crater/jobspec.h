@@ -68,6 +68,14 @@ typedef enum crater_nvlink_req {
     CRATER_NVLINK_REQUIRED,
 } crater_nvlink_req_t;
 
+/* How a GPU-memory slice is enforced on the node (doc/gpu-sharing.md). */
+typedef enum crater_gpu_isolation {
+    CRATER_GPU_ISO_SLICE, /* the interposer + watchdog (default) */
+    CRATER_GPU_ISO_MPS,   /* MPS limits for trusted co-located tasks */
+    CRATER_GPU_ISO_MIG,   /* a MIG instance (hard isolation) */
+    CRATER_GPU_ISO_NONE,  /* not enforced */
+} crater_gpu_isolation_t;
+
 typedef struct crater_gpu_req {
     uint32_t count;        /* GPUs per replica; 0 = CPU-only job */
     uint64_t memory_bytes; /* per-GPU slice; 0 = whole GPUs */
@@ -77,6 +85,7 @@ typedef struct crater_gpu_req {
     uint32_t min_compute_cap;   /* major*10+minor; 0 = any */
     uint64_t min_hbm_bandwidth; /* bytes/s */
     crater_nvlink_req_t nvlink;
+    crater_gpu_isolation_t isolation; /* resources.gpu.isolation */
 } crater_gpu_req_t;
 
 typedef struct crater_disk_req {

@@ -466,6 +466,9 @@ static void *sup_main(void *arg)
             next_sample = now + (int64_t)(every ? every : 5000);
         }
         if (now >= next_ship) {
+            pthread_mutex_lock(&a->mu);
+            agent_watchdog(a);
+            pthread_mutex_unlock(&a->mu);
             ship_running(a, buf);
             next_ship = now + 1000;
         }

@@ -47,7 +47,10 @@ typedef struct atask {
     int64_t cpu_ms_prev;
     double cpu_millis; /* last measured CPU use */
     uint64_t mem_bytes;
-    char *error; /* could not start: reported as failed */
+    char *error;      /* could not start, or killed by the watchdog */
+    char *slice_path; /* /dev/shm slice file of the interposer, or NULL */
+    bool watch;       /* the GPU watchdog checks this task */
+    unsigned strikes; /* consecutive watchdog checks over the slice */
 } atask_t;
 
 struct crater_agent {
@@ -98,5 +101,20 @@ json_t *task_report(crater_agent_t *a, atask_t *t);
 void task_free(crater_agent_t *a, atask_t *t);
 void task_remove(crater_agent_t *a, atask_t *t);
 int task_user(crater_agent_t *a, crater_error_t *err);
+
+/* slice.c (callers hold a->mu) */
+const char *agent_gpuslice_lib(void);
+int agent_slice_setup(crater_agent_t *a,
+                      atask_t *t,
+                      json_t *task,
+                      json_t *env,
+                      crater_error_t *err);
+void agent_slice_cleanup(atask_t *t);
+bool agent_slice_over(const uint64_t *used,
+                      const uint64_t *limit,
+                      size_t n,
+                      uint64_t overhead,
+                      size_t *which);
+void agent_watchdog(crater_agent_t *a);
 
 #endif /* CRATER_AGENT_INTERNAL_H */

@@ -387,12 +387,18 @@ static int do_spawn(crater_agent_t *a,
     spawn_t s = {0};
     crater_cg_limits_t lim;
     char cpus[512] = "";
+    json_t *env = NULL;
     int rc = -1;
 
     task_limits(a, task, &lim, cpus, sizeof(cpus));
     t->mem_limit = lim.mem_bytes;
     s.argv = strv_from_json(json_object_get(task, "argv"));
-    s.envp = task_env(json_object_get(task, "env"));
+    env = json_deep_copy(json_object_get(task, "env"));
+    if (!env)
+        env = json_object();
+    if (agent_slice_setup(a, t, task, env, err) < 0)
+        goto out;
+    s.envp = task_env(env);
     s.out = t->log_path[0];
     s.errf = t->log_path[1];
     s.dir = json_string_value(json_object_get(task, "workingDir"));
@@ -415,6 +421,7 @@ static int do_spawn(crater_agent_t *a,
     }
     rc = 0;
 out:
+    json_decref(env);
     strv_free(s.argv);
     strv_free(s.envp);
     crater_cg_paths_free(s.procs, s.nprocs);
@@ -561,6 +568,7 @@ void task_free(crater_agent_t *a, atask_t *t)
     free(t->log_path[0]);
     free(t->log_path[1]);
     free(t->error);
+    agent_slice_cleanup(t);
     free(t);
 }
 

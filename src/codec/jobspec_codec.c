@@ -61,6 +61,7 @@ static const char *const numa_names[] = {"preferred", "strict", "none"};
 static const char *const locality_names[] = {"none", "preferred", "required"};
 static const char *const policy_names[] = {"soft", "hard"};
 static const char *const nvlink_names[] = {"any", "preferred", "required"};
+static const char *const isolation_names[] = {"slice", "mps", "mig", "none"};
 static const char *const iface_names[] =
     {"any", "nvme", "sata", "sas", "virtio", "network"};
 static const char *const effect_names[] = {"NoSchedule",
@@ -405,6 +406,14 @@ static int f_gpu_nvlink(crater_dec_t *d, json_t *v, void *obj)
     return 0;
 }
 
+static int f_gpu_isolation(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_gpu_req_t *g = &SPEC(obj)->resources.gpu;
+
+    DEC_ENUM(d, v, isolation_names, g->isolation);
+    return 0;
+}
+
 static const crater_dec_field_t gpu_fields[] = {
     {"count", f_gpu_count, 0},
     {"memory", f_gpu_memory, 0},
@@ -414,6 +423,7 @@ static const crater_dec_field_t gpu_fields[] = {
     {"minComputeCapability", f_gpu_min_cc, 0},
     {"minHbmBandwidth", f_gpu_min_hbm, 0},
     {"nvlink", f_gpu_nvlink, 0},
+    {"isolation", f_gpu_isolation, 0},
     {NULL, NULL, 0},
 };
 
@@ -1192,6 +1202,7 @@ static json_t *enc_gpu(const crater_gpu_req_t *g)
               "minHbmBandwidth",
               json_sprintf("%" PRIu64 "B/s", g->min_hbm_bandwidth));
     rc |= put(o, "nvlink", ENAME(nvlink_names, g->nvlink));
+    rc |= put(o, "isolation", ENAME(isolation_names, g->isolation));
     return done(o, rc);
 }
 
