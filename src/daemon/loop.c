@@ -369,11 +369,71 @@ static void consider(crater_daemon_t *d, djob_t *j)
 }
 
 /* Every pending job in queue order: after capacity came back. */
+/* Fair share input: the ready nodes' capacity and what each tenant holds
+ * (same units as the queue's demand: GPUs as GPU-equivalents, millicores,
+ * bytes). usage[] has room for d->ntenants + one per distinct tenant of a
+ * placed job; *nusage is how many were filled. */
+static void usage_add(crater_tenant_usage_t *u,
+                      size_t *n,
+                      size_t cap,
+                      const djob_t *j)
+{
+    size_t i = 0;
+    double g = j->pl.whole ? j->pl.ngpus : 0;
+
+    if (!j->pl.whole)
+        for (uint32_t k = 0; k < j->pl.ngpus; k++)
+            g += (double)j->pl.gpu_mib[k] / (80.0 * 1024);
+    while (i < *n && strcmp(u[i].tenant, j->tenant) != 0)
+        i++;
+    if (i == *n) {
+        if (*n == cap)
+            return;
+        memset(&u[i], 0, sizeof(u[i]));
+        u[i].tenant = j->tenant;
+        (*n)++;
+    }
+    u[i].alloc[CRATER_QDIM_GPU] += g;
+    u[i].alloc[CRATER_QDIM_CPU] += (double)j->pl.cpu_milli;
+    u[i].alloc[CRATER_QDIM_MEM] += (double)j->pl.mem_bytes;
+}
+
+static crater_tenant_usage_t *share_input(crater_daemon_t *d,
+                                          crater_share_input_t *in)
+{
+    size_t cap = d->njobs ? d->njobs : 1;
+    crater_tenant_usage_t *u = calloc(cap, sizeof(*u));
+
+    memset(in, 0, sizeof(*in));
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const crater_node_t *n = node_model(d, d->nodes[i]->sid);
+        if (!d->nodes[i]->ready || !n)
+            continue;
+        in->capacity[CRATER_QDIM_GPU] += (double)n->ngpus;
+        in->capacity[CRATER_QDIM_CPU] += (double)crater_node_cpu_milli(n);
+        in->capacity[CRATER_QDIM_MEM] += (double)crater_node_memory_bytes(n);
+    }
+    for (size_t i = 0; u && i < d->njobs; i++)
+        if (d->jobs[i]->placed)
+            usage_add(u, &in->nusage, cap, d->jobs[i]);
+    in->usage = u;
+    return u;
+}
+
 static void full_pass(crater_daemon_t *d, uint64_t *ids, size_t n)
 {
+    crater_share_input_t share;
+    crater_tenant_usage_t *u = share_input(d, &share);
     crater_error_t err;
+    int rc;
 
-    if (crater_queue_order(d->queue, (uint64_t)dnow_ms(), NULL, ids, &err) < 0)
+    rc = crater_queue_order(d->queue,
+                            (uint64_t)dnow_ms(),
+                            u ? &share : NULL,
+                            ids,
+                            &err);
+    free(u);
+    if (rc < 0)
         return;
     d->full_pass_epoch = d->epoch;
     for (size_t i = 0; i < n; i++) {

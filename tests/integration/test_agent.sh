@@ -12,7 +12,7 @@ pass=0 fail=0
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 pid="" apid=""
-trap 'kill -CONT $apid 2>/dev/null; kill -9 $pid $apid 2>/dev/null; pkill -f "sleep 3[01]" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill -CONT $apid 2>/dev/null; kill -9 $pid $apid 2>/dev/null; pkill -f "sleep $s31" 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$src/tests/integration/craterd_lib.sh"
 
 ok() { pass=$((pass + 1)); }
@@ -25,6 +25,8 @@ until_() { # until_ SECONDS 'SHELL CONDITION': re-evaluated until true
     for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
     return 1
 }
+
+s31=31.$RANDOM # unique: other test runs on this machine do not confuse pgrep
 
 # ---- discovery --------------------------------------------------------------------
 "$agentbin" --discover -o yaml >"$tmp/me.yaml" 2>"$tmp/disc.err" && ok || { bad "discover"; cat "$tmp/disc.err"; }
@@ -51,7 +53,7 @@ start_agent() {
 start_agent
 until_ 10 'test "$(nstate small-0)" = Ready' && ok || { bad "agent registered"; cat "$tmp/agent.err"; }
 
-printf 'name: long\ncommand: [sleep, "31"]\nresources: {cpu: 1, memory: 64Mi}\n' >"$tmp/j.yaml"
+printf 'name: long\ncommand: [sleep, "%s"]\nresources: {cpu: 1, memory: 64Mi}\n' "$s31" >"$tmp/j.yaml"
 id=$(c submit -f "$tmp/j.yaml" -o json | jq -r .id)
 until_ 10 'test "$(state "$id")" = running' && ok || bad "job running"
 sleep 1.5 # past migrationMinRuntime
@@ -60,12 +62,12 @@ sleep 1.5 # past migrationMinRuntime
 kill -STOP "$apid"
 until_ 10 'test "$(nstate small-0)" = NotReady' && ok || bad "node NotReady while the agent is stopped"
 until_ 10 'test "$(state "$id")" = lost' && ok || bad "job lost, not requeued (conservative)"
-[ "$(pgrep -fc 'sleep 31')" = 1 ] && ok || bad "the task keeps running during the partition"
+[ "$(pgrep -fc "sleep $s31")" = 1 ] && ok || bad "the task keeps running during the partition"
 kill -CONT "$apid"
 until_ 10 'test "$(nstate small-0)" = Ready' && ok || bad "node Ready after SIGCONT"
 until_ 10 'test "$(state "$id")" = running' && ok || bad "job running again"
 c get job "$id" -o json | jq -e '.attempts == 1' >/dev/null && ok || bad "not requeued"
-[ "$(pgrep -fc 'sleep 31')" = 1 ] && ok || bad "exactly one copy of the task"
+[ "$(pgrep -fc "sleep $s31")" = 1 ] && ok || bad "exactly one copy of the task"
 
 # ---- a partition longer than the wait: requeued once, never duplicated ------------------
 kill -STOP "$apid"
@@ -76,7 +78,7 @@ kill -CONT "$apid"
 until_ 15 'test "$(state "$id")" = running' && ok || bad "new attempt running"
 sleep 1
 c get job "$id" -o json | jq -e '.attempts == 2' >/dev/null && ok || bad "attempt 2"
-until_ 10 'test "$(pgrep -fc '\''sleep 31'\'')" = 1' && ok || bad "old attempt stopped: one copy"
+until_ 10 'test "$(pgrep -fc "sleep $s31")" = 1' && ok || bad "old attempt stopped: one copy"
 
 # ---- agent restart -----------------------------------------------------------------
 kill -TERM "$apid"; wait "$apid"
@@ -84,7 +86,7 @@ until_ 10 'test "$(state "$id")" != running' || true
 start_agent
 until_ 10 'test "$(nstate small-0)" = Ready' && ok || bad "agent back"
 until_ 15 'test "$(state "$id")" = running' && ok || bad "job runs after agent restart"
-[ "$(pgrep -fc 'sleep 31')" = 1 ] && ok || bad "one copy after agent restart"
+[ "$(pgrep -fc "sleep $s31")" = 1 ] && ok || bad "one copy after agent restart"
 
 c cancel "$id" >/dev/null
 kill -TERM "$apid"; wait "$apid"; apid=""

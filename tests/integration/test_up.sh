@@ -34,6 +34,8 @@ submit() { # submit YAML_TEXT -> prints the job id
     c submit -f "$tmp/j.yaml" -o json | jq -r .id
 }
 
+# unique sleep lengths: other test runs on this machine do not confuse pgrep
+s30=30.$RANDOM s60=60.$RANDOM
 cd "$tmp"
 "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 \
     --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &
@@ -77,9 +79,18 @@ nodeSelector: {zone: b}
 resources: {cpu: 1, memory: 64Mi}')
 wait_for 20 "$id" '.state == "succeeded" and .placement.node == "edge"' && ok || bad "selector placed on edge"
 
+# ---- the placement is the one the scheduler core gives in a dry run ----------------------
+printf 'name: dry\ncommand: ["true"]\nresources: {gpu: {count: 1, memory: 20Gi}, cpu: 1, memory: 64Mi}\n' >"$tmp/d.yaml"
+want=$(curl -s -H "Authorization: Bearer $token" --data-binary @"$tmp/d.yaml" "$url/api/v1/schedule" \
+    | jq -r '.placement.node + "/" + (.placement.gpus[0].index | tostring)')
+id=$(c submit -f "$tmp/d.yaml" -o json | jq -r .id)
+wait_for 20 "$id" '.state == "succeeded"' && ok || bad "dry-run job ran"
+got=$(job "$id" | jq -r '.placement.node + "/" + (.placement.gpus[0].index | tostring)')
+[ -n "$want" ] && [ "$want" = "$got" ] && ok || bad "placed on $got, dry run said $want"
+
 # ---- sleep: seen running; cgroup limits ---------------------------------------------------
 id=$(submit 'name: sleeper
-command: [sleep, "30"]
+command: [sleep, "'"$s30"'"]
 resources: {cpu: 1500m, memory: 96Mi}')
 wait_for 20 "$id" '.state == "running"' && ok || bad "sleeper running"
 cg=""
@@ -92,7 +103,7 @@ if [ -z "$cg" ]; then
 elif [ -f "$cg/cpu.cfs_quota_us" ]; then
     [ "$(cat "$cg/cpu.cfs_quota_us")" = 150000 ] && ok || bad "cpu quota $(cat "$cg/cpu.cfs_quota_us")"
     [ "$(cat "/sys/fs/cgroup/memory/crater/${cg##*/}/memory.limit_in_bytes")" = $((96 * 1048576)) ] && ok || bad "memory limit"
-    grep -qx "$(pgrep -f 'sleep 30' | head -1)" "$cg/cgroup.procs" && ok || bad "task in its cgroup"
+    grep -qx "$(pgrep -f "sleep $s30" | head -1)" "$cg/cgroup.procs" && ok || bad "task in its cgroup"
 else
     [ "$(cut -d' ' -f1 "$cg/cpu.max")" = 150000 ] && ok || bad "cpu.max $(cat "$cg/cpu.max")"
     [ "$(cat "$cg/memory.max")" = $((96 * 1048576)) ] && ok || bad "memory.max"
@@ -111,7 +122,7 @@ fi
 
 # ---- SIGTERM ignored: SIGKILL after the grace period --------------------------------------
 id=$(submit 'name: stubborn
-command: [sh, -c, "trap \"\" TERM; echo ready; sleep 60"]
+command: [sh, -c, "trap \"\" TERM; echo ready; sleep '"$s60"'"]
 gracePeriod: 2s
 resources: {cpu: 1, memory: 64Mi}')
 wait_for 20 "$id" '.state == "running"' && ok || bad "stubborn running"
@@ -122,11 +133,11 @@ t1=$(date +%s%N)
 ms=$(( (t1 - t0) / 1000000 ))
 echo "stubborn task killed ${ms} ms after cancel (grace 2000 ms)"
 [ "$ms" -ge 1900 ] && ok || bad "killed before the grace period ended (${ms} ms)"
-pgrep -f 'sleep 60' >/dev/null && bad "stubborn task still running" || ok
+pgrep -f "sleep $s60" >/dev/null && bad "stubborn task still running" || ok
 
 # ---- preemption: a high-priority job displaces a preemptible one -------------------------
 low=$(submit 'name: low
-command: [sleep, "60"]
+command: [sleep, "'"$s60"'"]
 priority: -10
 preemptible: true
 nodeSelector: {zone: b}
@@ -150,7 +161,7 @@ if kill -0 "$up" 2>/dev/null; then bad "crater up still running 10 s after Ctrl-
     [ "$rc" = 0 ] && ok || bad "crater up exit $rc"
 fi
 grep -q 'Sanitizer' "$tmp/up.out" && { bad "sanitizer report"; cat "$tmp/up.out"; } || ok
-pgrep -f 'sleep 60' >/dev/null && bad "tasks left running" || ok
+pgrep -f "sleep $s60" >/dev/null && bad "tasks left running" || ok
 
 echo "test_up: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
