@@ -39,9 +39,7 @@ static void h_nodes(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) == 0) {
-        items = json_array();
-        for (size_t i = 0; i < d->nnodes; i++)
-            json_array_append_new(items, node_to_json(d, d->nodes[i]));
+        items = nodes_to_json(d);
         crater_http_json(resp,
                          200,
                          json_pack("{s:o, s:n}", "items", items, "next"));

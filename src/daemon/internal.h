@@ -233,6 +233,7 @@ dnode_t *node_add(crater_daemon_t *d,
                   const char *expect,
                   crater_error_t *err);
 json_t *node_to_json(crater_daemon_t *d, const dnode_t *n);
+json_t *nodes_to_json(crater_daemon_t *d); /* all nodes, one pass */
 int node_save(crater_daemon_t *d, dnode_t *n);
 void node_health_tick(crater_daemon_t *d, int64_t now);
 /* Work channel. */

@@ -30,8 +30,12 @@ dnode_t *node_find(crater_daemon_t *d, const char *name)
     return NULL;
 }
 
+/* Nodes are added to the core and to d->nodes together, so a node's core id
+ * is its index; the scan is only a fallback. */
 dnode_t *node_by_sid(crater_daemon_t *d, uint32_t sid)
 {
+    if (sid < d->nnodes && d->nodes[sid]->sid == sid)
+        return d->nodes[sid];
     for (size_t i = 0; i < d->nnodes; i++)
         if (d->nodes[i]->sid == sid)
             return d->nodes[i];
@@ -146,27 +150,56 @@ typedef struct alloc {
     uint64_t gpus, gpu_mem, cpu, mem;
 } alloc_t;
 
-static void node_alloc(crater_daemon_t *d,
-                       const dnode_t *n,
-                       alloc_t *a,
-                       json_t *jobs)
+static size_t node_index(crater_daemon_t *d, const dnode_t *n)
 {
+    size_t i = 0;
+
+    if (n->sid < d->nnodes && d->nodes[n->sid] == n)
+        return n->sid;
+    while (i + 1 < d->nnodes && d->nodes[i] != n)
+        i++;
+    return i;
+}
+
+typedef struct node_agg {
+    alloc_t a;
+    json_t *jobs; /* ids of the jobs placed there */
+} node_agg_t;
+
+/* Allocation and jobs of every node in one pass over the jobs: O(jobs +
+ * nodes), not O(jobs x nodes). Indexed like d->nodes. */
+static node_agg_t *aggregate(crater_daemon_t *d)
+{
+    node_agg_t *agg = calloc(d->nnodes ? d->nnodes : 1, sizeof(*agg));
     char id[24];
 
-    memset(a, 0, sizeof(*a));
+    if (!agg)
+        return NULL;
+    for (size_t i = 0; i < d->nnodes; i++)
+        agg[i].jobs = json_array();
     for (size_t i = 0; i < d->njobs; i++) {
         const djob_t *j = d->jobs[i];
-        if (!j->placed || j->pl.node != n->sid)
+        dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
+        node_agg_t *g;
+        if (!n)
             continue;
-        a->gpus += j->pl.ngpus;
-        for (uint32_t g = 0; g < j->pl.ngpus; g++)
-            a->gpu_mem += (uint64_t)j->pl.gpu_mib[g] << 20;
-        a->cpu += j->pl.cpu_milli;
-        a->mem += j->pl.mem_bytes;
+        g = &agg[node_index(d, n)];
+        g->a.gpus += j->pl.ngpus;
+        for (uint32_t k = 0; k < j->pl.ngpus; k++)
+            g->a.gpu_mem += (uint64_t)j->pl.gpu_mib[k] << 20;
+        g->a.cpu += j->pl.cpu_milli;
+        g->a.mem += j->pl.mem_bytes;
         snprintf(id, sizeof(id), "%" PRIu64, j->id);
-        if (jobs)
-            json_array_append_new(jobs, json_string(id));
+        json_array_append_new(g->jobs, json_string(id));
     }
+    return agg;
+}
+
+static void aggregate_free(crater_daemon_t *d, node_agg_t *agg)
+{
+    for (size_t i = 0; agg && i < d->nnodes; i++)
+        json_decref(agg[i].jobs);
+    free(agg);
 }
 
 static uint64_t node_gpu_mem(const crater_node_t *cn)
@@ -190,15 +223,14 @@ const char *node_state_name(const dnode_t *n)
     return n->ready ? "Ready" : "NotReady";
 }
 
-json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)
+static json_t *node_json(crater_daemon_t *d, const dnode_t *n, node_agg_t *g)
 {
     const crater_node_t *cn = node_model(d, n->sid);
-    json_t *jobs = json_array();
+    json_t *jobs = g && g->jobs ? json_incref(g->jobs) : json_array();
     uint64_t gmem = node_gpu_mem(cn);
-    alloc_t a;
+    alloc_t a = g ? g->a : (alloc_t){0};
     double gu = 0;
 
-    node_alloc(d, n, &a, jobs);
     for (size_t i = 0; i < cn->ngpus; i++)
         gu += n->util.gpu[i];
     return json_pack("{s:s, s:s, s:b, s:b, s:s, s:I, s:{s:I, s:I, s:I, s:I},"
@@ -256,6 +288,27 @@ json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)
                      n->util.disk,
                      "jobs",
                      jobs);
+}
+
+json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)
+{
+    node_agg_t *agg = aggregate(d);
+    json_t *o = node_json(d, n, agg ? &agg[node_index(d, n)] : NULL);
+
+    aggregate_free(d, agg);
+    return o;
+}
+
+json_t *nodes_to_json(crater_daemon_t *d)
+{
+    node_agg_t *agg = aggregate(d);
+    json_t *items = json_array();
+
+    for (size_t i = 0; i < d->nnodes; i++)
+        json_array_append_new(items,
+                              node_json(d, d->nodes[i], agg ? &agg[i] : NULL));
+    aggregate_free(d, agg);
+    return items;
 }
 
 /* ---- work channel ---------------------------------------------------------
@@ -468,13 +521,15 @@ static void node_went_away(crater_daemon_t *d, dnode_t *n, int64_t now)
 void node_health_tick(crater_daemon_t *d, int64_t now)
 {
     int64_t timeout = (int64_t)d->cfg.agent.heartbeat_timeout_ms;
+    bool lost = false;
 
     for (size_t i = 0; i < d->nnodes; i++) {
         dnode_t *n = d->nodes[i];
         if (n->registered && n->ready && now - n->last_hb_ms > timeout)
             node_went_away(d, n, now);
+        lost |= n->registered && !n->ready && now >= n->notready_since_ms;
     }
-    for (size_t i = 0; i < d->njobs; i++) {
+    for (size_t i = 0; lost && i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
         dnode_t *n;
         if (!j->placed || !job_state_holds(j->state))

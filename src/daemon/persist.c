@@ -286,19 +286,23 @@ int metrics_setup(crater_daemon_t *d, crater_error_t *err)
     return 0;
 }
 
-static void publish_util(crater_daemon_t *d, dnode_t *n)
+static void publish_util(crater_daemon_t *d)
 {
-    json_t *o = node_to_json(d, n);
-    json_t *u = json_object_get(o, "utilization");
-    const char *k;
-    json_t *v;
+    json_t *items = nodes_to_json(d), *o;
+    size_t i;
 
-    json_object_foreach(u, k, v)
+    json_array_foreach(items, i, o)
     {
-        const char *lv[] = {n->name, k};
-        crater_metric_set(d->m_util, lv, json_real_value(v));
+        const char *name = json_string_value(json_object_get(o, "name"));
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(o, "utilization"), k, v)
+        {
+            const char *lv[] = {name, k};
+            crater_metric_set(d->m_util, lv, json_real_value(v));
+        }
     }
-    json_decref(o);
+    json_decref(items);
 }
 
 static void publish(crater_daemon_t *d)
@@ -330,8 +334,8 @@ static void publish(crater_daemon_t *d)
         nready += s[0] == 'R';
         nnot += s[0] == 'N';
         nunk += s[0] == 'U';
-        publish_util(d, d->nodes[i]);
     }
+    publish_util(d);
     crater_metric_set(d->m_nodes, (const char *[]){"Ready"}, (double)nready);
     crater_metric_set(d->m_nodes, (const char *[]){"NotReady"}, (double)nnot);
     crater_metric_set(d->m_nodes, (const char *[]){"Unknown"}, (double)nunk);
