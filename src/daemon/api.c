@@ -140,6 +140,23 @@ static void h_metrics(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
+int api_register(crater_daemon_t *d,
+                 const api_route_t *routes,
+                 size_t n,
+                 crater_error_t *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (crater_router_add(d->router,
+                              routes[i].method,
+                              routes[i].path,
+                              routes[i].fn,
+                              d,
+                              err)
+            < 0)
+            return -1;
+    return 0;
+}
+
 int api_add_routes(crater_daemon_t *d, crater_error_t *err)
 {
     crater_router_t *rt = d->router;

@@ -368,10 +368,7 @@ static void h_profile(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
 int api_admin_routes(crater_daemon_t *d, crater_error_t *err)
 {
-    static const struct {
-        const char *method, *path;
-        crater_http_handler_f fn;
-    } routes[] = {
+    static const api_route_t routes[] = {
         {"POST", "/api/v1/tokens", h_token_create},
         {"GET", "/api/v1/tokens", h_token_list},
         {"PUT", "/api/v1/tenants/{name}", h_tenant_put},
@@ -381,14 +378,5 @@ int api_admin_routes(crater_daemon_t *d, crater_error_t *err)
         {"GET", "/api/v1/profiles/{ref}", h_profile},
     };
 
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-        if (crater_router_add(d->router,
-                              routes[i].method,
-                              routes[i].path,
-                              routes[i].fn,
-                              d,
-                              err)
-            < 0)
-            return -1;
-    return 0;
+    return api_register(d, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -487,24 +487,12 @@ out:
 
 int api_agents_routes(crater_daemon_t *d, crater_error_t *err)
 {
-    static const struct {
-        const char *method, *path;
-        crater_http_handler_f fn;
-    } routes[] = {
+    static const api_route_t routes[] = {
         {"POST", "/api/v1/agents/{node}/register", h_register},
         {"POST", "/api/v1/agents/{node}/heartbeat", h_heartbeat},
         {"GET", "/api/v1/agents/{node}/work", h_work},
         {"POST", "/api/v1/agents/{node}/logs/{job}", h_log_upload},
     };
 
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-        if (crater_router_add(d->router,
-                              routes[i].method,
-                              routes[i].path,
-                              routes[i].fn,
-                              d,
-                              err)
-            < 0)
-            return -1;
-    return 0;
+    return api_register(d, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

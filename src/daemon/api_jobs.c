@@ -393,16 +393,32 @@ out:
     pthread_mutex_unlock(&d->mu);
 }
 
-static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+/* The read-only job endpoints: authenticate, find the job the token may
+ * see, answer 200 with view(d, j) (a new reference). */
+typedef json_t *(*job_view_f)(crater_daemon_t *d, djob_t *j);
+
+static void read_job(crater_http_req_t *r,
+                     crater_http_resp_t *resp,
+                     crater_daemon_t *d,
+                     job_view_f view)
 {
-    crater_daemon_t *d = arg;
     principal_t p;
     djob_t *j;
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
-        crater_http_json(resp, 200, job_to_json(d, j, true));
+        crater_http_json(resp, 200, view(d, j));
     pthread_mutex_unlock(&d->mu);
+}
+
+static json_t *view_full(crater_daemon_t *d, djob_t *j)
+{
+    return job_to_json(d, j, true);
+}
+
+static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    read_job(r, resp, arg, view_full);
 }
 
 static const char *cancel_reason(crater_http_req_t *r, char *buf, size_t n)
@@ -498,55 +514,40 @@ static json_t *explain_json(crater_daemon_t *d, djob_t *j)
 
 static void h_explain(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
-    crater_daemon_t *d = arg;
-    principal_t p;
-    djob_t *j;
+    read_job(r, resp, arg, explain_json);
+}
 
-    pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
-        crater_http_json(resp, 200, explain_json(d, j));
-    pthread_mutex_unlock(&d->mu);
+static json_t *view_events(crater_daemon_t *d, djob_t *j)
+{
+    (void)d;
+    return json_pack("{s:O}", "items", j->history);
 }
 
 static void h_events(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
-    crater_daemon_t *d = arg;
-    principal_t p;
-    djob_t *j;
+    read_job(r, resp, arg, view_events);
+}
 
-    pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
-        crater_http_json(resp, 200, json_pack("{s:O}", "items", j->history));
-    pthread_mutex_unlock(&d->mu);
+static json_t *view_metrics(crater_daemon_t *d, djob_t *j)
+{
+    (void)d;
+    return json_pack("{s:o, s:o, s:o, s:O}",
+                     "job",
+                     json_sprintf("%" PRIu64, j->id),
+                     "start_ms",
+                     j->started_ms ? json_integer(j->started_ms) : json_null(),
+                     "end_ms",
+                     j->finished_ms ? json_integer(j->finished_ms)
+                                    : json_null(),
+                     "samples",
+                     j->samples);
 }
 
 static void h_jmetrics(crater_http_req_t *r,
                        crater_http_resp_t *resp,
                        void *arg)
 {
-    crater_daemon_t *d = arg;
-    principal_t p;
-    djob_t *j;
-    char id[24];
-
-    pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp))) {
-        snprintf(id, sizeof(id), "%" PRIu64, j->id);
-        crater_http_json(resp,
-                         200,
-                         json_pack("{s:s, s:o, s:o, s:O}",
-                                   "job",
-                                   id,
-                                   "start_ms",
-                                   j->started_ms ? json_integer(j->started_ms)
-                                                 : json_null(),
-                                   "end_ms",
-                                   j->finished_ms ? json_integer(j->finished_ms)
-                                                  : json_null(),
-                                   "samples",
-                                   j->samples));
-    }
-    pthread_mutex_unlock(&d->mu);
+    read_job(r, resp, arg, view_metrics);
 }
 
 int log_path(
@@ -689,10 +690,7 @@ out:
 
 int api_jobs_routes(crater_daemon_t *d, crater_error_t *err)
 {
-    static const struct {
-        const char *method, *path;
-        crater_http_handler_f fn;
-    } routes[] = {
+    static const api_route_t routes[] = {
         {"POST", "/api/v1/jobs", h_submit},
         {"GET", "/api/v1/jobs", h_list},
         {"GET", "/api/v1/jobs/{id}", h_get},
@@ -705,14 +703,5 @@ int api_jobs_routes(crater_daemon_t *d, crater_error_t *err)
         {"POST", "/api/v1/schedule", h_schedule},
     };
 
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-        if (crater_router_add(d->router,
-                              routes[i].method,
-                              routes[i].path,
-                              routes[i].fn,
-                              d,
-                              err)
-            < 0)
-            return -1;
-    return 0;
+    return api_register(d, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -513,10 +513,7 @@ out:
 
 int api_nodes_routes(crater_daemon_t *d, crater_error_t *err)
 {
-    static const struct {
-        const char *method, *path;
-        crater_http_handler_f fn;
-    } routes[] = {
+    static const api_route_t routes[] = {
         {"GET", "/api/v1/nodes", h_nodes},
         {"GET", "/api/v1/nodes/{name}", h_node},
         {"POST", "/api/v1/nodes/{name}/cordon", h_cordon},
@@ -527,14 +524,5 @@ int api_nodes_routes(crater_daemon_t *d, crater_error_t *err)
         {"POST", "/api/v1/resources/force-release", h_force_release},
     };
 
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-        if (crater_router_add(d->router,
-                              routes[i].method,
-                              routes[i].path,
-                              routes[i].fn,
-                              d,
-                              err)
-            < 0)
-            return -1;
-    return 0;
+    return api_register(d, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -283,6 +283,15 @@ void api_errorf(crater_http_resp_t *resp,
                 const char *fmt,
                 ...) __attribute__((format(printf, 4, 5)));
 int api_body_json(crater_http_req_t *r, json_t **out, crater_http_resp_t *resp);
+typedef struct api_route {
+    const char *method, *path;
+    crater_http_handler_f fn;
+} api_route_t;
+/* Add n routes, each with d as its argument. */
+int api_register(crater_daemon_t *d,
+                 const api_route_t *routes,
+                 size_t n,
+                 crater_error_t *err);
 int api_add_routes(crater_daemon_t *d, crater_error_t *err);
 int api_jobs_routes(crater_daemon_t *d, crater_error_t *err);
 int api_nodes_routes(crater_daemon_t *d, crater_error_t *err);
