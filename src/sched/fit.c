@@ -19,7 +19,7 @@
 
 static unsigned popcount64(uint64_t x)
 {
-    return (unsigned)__builtin_popcountll(x);
+    return sched__popcount64(x);
 }
 
 uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
@@ -122,21 +122,26 @@ static uint64_t best_group(const crater_sched_t *s,
                            unsigned n,
                            int by_numa)
 {
-    uint64_t best = 0;
+    uint64_t best = 0, grp[64], keys = 0;
     unsigned bestn = 65;
 
-    for (int key = 0; key < 64; key++) {
-        uint64_t grp = 0;
-        for (uint64_t m = free; m; m &= m - 1) {
-            int i = __builtin_ctzll(m);
-            const struct gpu_static *g = &s->gs[first + (uint32_t)i];
-            int k = by_numa ? (g->numa < 0 ? 0 : g->numa) : g->upstream;
-            if (k == key)
-                grp |= 1ull << i;
-        }
-        unsigned cnt = popcount64(grp);
+    /* one pass groups the free GPUs by key (keys above 63 never qualify) */
+    for (uint64_t m = free; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        const struct gpu_static *g = &s->gs[first + (uint32_t)i];
+        int k = by_numa ? (g->numa < 0 ? 0 : g->numa) : g->upstream;
+        if (k >= 64)
+            continue;
+        if (!(keys & 1ull << k))
+            grp[k] = 0;
+        keys |= 1ull << k;
+        grp[k] |= 1ull << i;
+    }
+    for (uint64_t km = keys; km; km &= km - 1) { /* ascending keys */
+        int key = __builtin_ctzll(km);
+        unsigned cnt = popcount64(grp[key]);
         if (cnt >= n && cnt < bestn) {
-            best = grp;
+            best = grp[key];
             bestn = cnt;
         }
     }

@@ -8,7 +8,12 @@
  * class - its lowest node id, which is also the node a brute-force scan
  * would pick among equal scores - after a request-independent precheck of
  * the class's summary (free whole GPUs, largest admissible GPU charge,
- * free CPU and memory) that skips classes that cannot fit.
+ * free CPU and memory) that skips classes that cannot fit. Live classes
+ * are also listed in two grids, by free whole GPUs and by largest
+ * admissible charge (1 GiB buckets), each split by free CPU (2-core
+ * buckets), so that a decision visits only the cells its precheck could
+ * pass instead of every class (most classes of a busy cluster are short
+ * of CPU or GPUs).
  *
  * The workload this is shaped for: a cluster of a few node types where a
  * packing policy keeps most nodes either empty (one class per type) or
@@ -414,11 +419,73 @@ fail:
     return -1;
 }
 
+/* ---- buckets: live classes by GPU summary and free CPU -------------- */
+
+static int bucket_add(struct cgrid *g, uint32_t cpu, uint32_t id, uint32_t *pos)
+{
+    *pos = g->cell[cpu].n;
+    if (push_u32(&g->cell[cpu].ids, &g->cell[cpu].n, &g->cell[cpu].cap, id) < 0)
+        return -1;
+    g->nonempty |= 1ull << cpu;
+    return 0;
+}
+
+/* Swap-remove the entry at pos; the moved class's position is updated
+ * through its wpos (by_whole) or rpos (by_room). */
+static void bucket_del(
+    crater_sched_t *s, struct cgrid *g, uint32_t cpu, uint32_t pos, int whole)
+{
+    struct cbucket *b = &g->cell[cpu];
+    uint32_t last = b->ids[--b->n];
+    struct sclass *m = &s->classes[last];
+
+    b->ids[pos] = last;
+    if (whole)
+        m->wpos = pos;
+    else
+        m->rpos = pos;
+    if (!b->n)
+        g->nonempty &= ~(1ull << cpu);
+}
+
+static int buckets_add(crater_sched_t *s, uint32_t id)
+{
+    struct sclass *c = &s->classes[id];
+    struct cgrid *w = &s->by_whole[c->free_whole];
+    uint32_t cpu = sched__cpu_bucket(c->cpu_free);
+
+    if (bucket_add(w, cpu, id, &c->wpos) < 0)
+        return -1;
+    if (bucket_add(&s->by_room[sched__room_bucket(c->max_room_mib)],
+                   cpu,
+                   id,
+                   &c->rpos)
+        < 0) {
+        bucket_del(s, w, cpu, c->wpos, 1);
+        return -1;
+    }
+    return 0;
+}
+
+static void buckets_del(crater_sched_t *s, uint32_t id)
+{
+    struct sclass *c = &s->classes[id];
+    uint32_t cpu = sched__cpu_bucket(c->cpu_free);
+
+    bucket_del(s, &s->by_whole[c->free_whole], cpu, c->wpos, 1);
+    bucket_del(s,
+               &s->by_room[sched__room_bucket(c->max_room_mib)],
+               cpu,
+               c->rpos,
+               0);
+}
+
 static void class_drop(crater_sched_t *s, uint32_t id)
 {
     struct sclass *c = &s->classes[id];
     uint32_t last = s->live[--s->nlive];
 
+    buckets_del(s, id);
     s->live[c->live_pos] = last; /* swap-remove from the live list */
     s->lsum[c->live_pos] = s->lsum[s->nlive];
     s->classes[last].live_pos = c->live_pos;
@@ -493,9 +560,13 @@ static int class_insert(crater_sched_t *s, uint32_t id, uint32_t node)
             (c->nmembers - 1 - i) * sizeof(*c->members));
     c->members[i] = node;
     if (c->live_pos == UINT32_MAX) {
-        if (push_u32(&s->live, &s->nlive, &s->livecap, id) < 0
-            || push_sum(s, c) < 0)
+        if (buckets_add(s, id) < 0)
             return -1;
+        if (push_u32(&s->live, &s->nlive, &s->livecap, id) < 0
+            || push_sum(s, c) < 0) {
+            buckets_del(s, id);
+            return -1;
+        }
         c->live_pos = s->nlive - 1;
     }
     return 0;
@@ -561,6 +632,12 @@ void sched__index_free(crater_sched_t *s)
     free(s->free_classes);
     free(s->live);
     free(s->lsum);
+    for (uint32_t j = 0; j < CPU_BUCKETS; j++) {
+        for (uint32_t i = 0; i <= MAX_GPUS; i++)
+            free(s->by_whole[i].cell[j].ids);
+        for (uint32_t i = 0; i < ROOM_BUCKETS; i++)
+            free(s->by_room[i].cell[j].ids);
+    }
     free(s->node_class);
     free(s->scratch);
 }

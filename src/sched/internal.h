@@ -97,13 +97,47 @@ struct blobmap {
     uint32_t used;
 };
 
-/* One remembered evaluation of a class for a request shape (place.c). */
-#define CLASS_MEMO 4
-struct class_memo {
-    uint64_t key; /* request shape + epoch; 0 = empty */
-    double score;
-    uint8_t ok;
+/* A class's remembered evaluations for its last CLASS_MEMO request
+ * shapes (place.c), keys apart so that a lookup reads only them. */
+#define CLASS_MEMO 32
+_Static_assert(CLASS_MEMO <= 32, "memo_ok is a 32-bit mask");
+
+/* Live classes by GPU summary and free CPU (index.c): a grid row holds
+ * the classes with a given number of free whole GPUs, or with max_room_mib
+ * in a given 1 GiB bucket; its cells split them by cpu_free in 2-core
+ * buckets (the last cell of a row, like the last room row, holds
+ * everything above). nonempty has bit i set when cell i has classes. */
+struct cbucket {
+    uint32_t *ids;
+    uint32_t n, cap;
 };
+#define ROOM_BUCKETS 128
+#define CPU_BUCKETS 64
+struct cgrid {
+    struct cbucket cell[CPU_BUCKETS];
+    uint64_t nonempty;
+};
+
+static inline uint32_t sched__room_bucket(uint32_t mib)
+{
+    uint32_t b = mib >> 10;
+    return b < ROOM_BUCKETS - 1 ? b : ROOM_BUCKETS - 1;
+}
+
+static inline uint32_t sched__cpu_bucket(uint64_t milli)
+{
+    uint64_t b = milli / 2000;
+    return b < CPU_BUCKETS - 1 ? (uint32_t)b : CPU_BUCKETS - 1;
+}
+
+/* Bit count without a libgcc call (no -mpopcnt in portable builds). */
+static inline unsigned sched__popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
 
 struct sclass {
     uint64_t hash;
@@ -111,14 +145,17 @@ struct sclass {
     uint32_t bloblen;
     uint32_t *members; /* node ids, ascending */
     uint32_t nmembers, cap;
-    uint32_t live_pos; /* position in sched.live, UINT32_MAX if empty */
+    uint32_t live_pos;   /* position in sched.live, UINT32_MAX if empty */
+    uint32_t wpos, rpos; /* positions in its by_whole / by_room cell */
     /* precheck summary (request-independent upper bounds) */
     uint16_t free_whole;
     uint32_t max_room_mib; /* max over GPUs of admissible new charge */
     uint64_t cpu_free, mem_free;
     uint8_t usable; /* ready and not cordoned */
     uint8_t memo_next;
-    struct class_memo memo[CLASS_MEMO];
+    uint32_t memo_ok;              /* bit i: memo_key[i] fits */
+    uint64_t memo_key[CLASS_MEMO]; /* request shape + epoch; 0 = empty */
+    double memo_score[CLASS_MEMO];
 };
 
 /* A live class's precheck summary, kept in a dense array parallel to
@@ -182,6 +219,11 @@ struct crater_sched {
     struct live_sum *lsum; /* lsum[i] summarises classes[live[i]] */
     uint32_t lsumcap;
     uint32_t nlive, livecap;
+    /* the live classes again, by free_whole and by room bucket (each
+     * split by free CPU), so that a decision visits only the cells whose
+     * classes its precheck could pass */
+    struct cgrid by_whole[MAX_GPUS + 1];
+    struct cgrid by_room[ROOM_BUCKETS];
     uint32_t *node_class; /* class of each node; nccap entries */
     uint32_t nccap;
     uint8_t *scratch; /* blob scratch buffer */

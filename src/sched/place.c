@@ -3,7 +3,10 @@
  * crater_sched_place() walks the live node classes (index.c): a class
  * whose summary cannot fit the request is skipped without evaluation, the
  * others are evaluated once through their lowest node id. The best score
- * wins; equal scores go to the lowest node id.
+ * wins; equal scores go to the lowest node id. A memoised request (a
+ * deterministic policy, see the memo below) visits only the index's grid
+ * cells whose classes have enough free whole GPUs or room and CPU: the
+ * winner does not depend on the order classes are visited in.
  * crater_sched_place_bruteforce() evaluates every node through the same
  * plugins. The sched's policy (policy.c) gives the score; a policy with
  * random_ties ("random") instead draws uniformly among the best nodes, a
@@ -68,6 +71,20 @@ int sched__eval(crater_sched_t *s,
 static int precheck(const crater_sched_t *s,
                     const struct live_sum *k,
                     const crater_request_t *r)
+{
+    if (!k->usable || k->cpu_free < r->cpu_milli || k->mem_free < r->mem_bytes)
+        return 0;
+    if (r->gpus == 0)
+        return 1;
+    if (r->slice_mib == 0)
+        return k->free_whole >= r->gpus;
+    return k->max_room_mib >= r->slice_mib + s->ctx_mib;
+}
+
+/* The same test on the class's own copy of its summary. */
+static int precheck_class(const crater_sched_t *s,
+                          const struct sclass *k,
+                          const crater_request_t *r)
 {
     if (!k->usable || k->cpu_free < r->cpu_milli || k->mem_free < r->mem_bytes)
         return 0;
@@ -152,7 +169,10 @@ static int draw_uniform(crater_sched_t *s,
  * A class's state never changes (a node that changes moves to another
  * class), so its evaluation for a request depends only on the request and
  * on sched-wide settings that bump memo_epoch. Each class remembers its
- * last few (request shape, score, fit) results; a decision re-evaluates
+ * last CLASS_MEMO (request shape, score, fit) results, replaced round
+ * robin, with the keys in an array of their own so that a lookup reads
+ * only them (B6's openb mix keeps more than 16 shapes in play: each
+ * doubling of the memo up to 32 made it faster). A decision re-evaluates
  * only classes it has not seen with this shape, then evaluates the winner
  * once more to get its reservation. Requests whose result depends on the
  * job spec's selectors, tolerations or dataset, and random policies, are
@@ -202,49 +222,114 @@ static int class_eval(crater_sched_t *s,
                       double *score)
 {
     struct sched_ctx c;
-    struct class_memo *m;
+    uint32_t i;
     int ok;
 
-    for (int i = 0; key && i < CLASS_MEMO; i++) {
-        if (k->memo[i].key == key) {
-            *score = k->memo[i].score;
-            return k->memo[i].ok ? 0 : -1;
+    for (i = 0; key && i < CLASS_MEMO; i++) {
+        if (k->memo_key[i] == key) {
+            *score = k->memo_score[i];
+            return k->memo_ok >> i & 1 ? 0 : -1;
         }
     }
     ok = sched__eval(s, k->members[0], r, &c) == 0;
     *score = ok ? c.p.score : 0;
     if (key) {
-        m = &k->memo[k->memo_next];
-        k->memo_next = (uint8_t)((k->memo_next + 1) % CLASS_MEMO);
-        *m = (struct class_memo){key, *score, (uint8_t)ok};
+        i = k->memo_next;
+        k->memo_next = (uint8_t)((i + 1) % CLASS_MEMO);
+        k->memo_key[i] = key;
+        k->memo_score[i] = *score;
+        k->memo_ok = (k->memo_ok & ~(1u << i)) | (uint32_t)ok << i;
     }
     return ok ? 0 : -1;
 }
 
-/* Deterministic policies: best score, ties to the lowest node id. */
+/* The best (score, lowest node) so far of a deterministic decision. */
+struct best {
+    uint32_t node;
+    double score;
+};
+
+static void consider(crater_sched_t *s,
+                     struct sclass *k,
+                     const crater_request_t *r,
+                     uint64_t key,
+                     struct best *b)
+{
+    double score;
+
+    if (class_eval(s, k, r, key, &score) < 0)
+        return;
+    if (b->node == CRATER_SCHED_NO_NODE || score > b->score
+        || (score == b->score && k->members[0] < b->node)) {
+        b->score = score;
+        b->node = k->members[0];
+    }
+}
+
+/* Visit rows [first, end) of a grid (index.c), in each the cells of at
+ * least cpu's bucket: every class that could pass the precheck. */
+static void scan_grid(crater_sched_t *s,
+                      const struct cgrid *first,
+                      const struct cgrid *end,
+                      const crater_request_t *r,
+                      uint64_t key,
+                      struct best *b)
+{
+    uint64_t from = ~0ull << sched__cpu_bucket(r->cpu_milli);
+
+    for (const struct cgrid *g = first; g < end; g++) {
+        for (uint64_t m = g->nonempty & from; m; m &= m - 1) {
+            const struct cbucket *bk = &g->cell[__builtin_ctzll(m)];
+            for (uint32_t i = 0; i < bk->n; i++) {
+                struct sclass *k = &s->classes[bk->ids[i]];
+                if (i + 8 < bk->n) /* the classes are scattered */
+                    __builtin_prefetch(&s->classes[bk->ids[i + 8]].cpu_free);
+                if (precheck_class(s, k, r))
+                    consider(s, k, r, key, b);
+            }
+        }
+    }
+}
+
+/* The rows a request's precheck could pass: at least r->gpus free whole
+ * GPUs, or room in the bucket of the charge or above; every class (each
+ * is in one by_whole row) for a request without GPUs. */
+static void scan_buckets(crater_sched_t *s,
+                         const crater_request_t *r,
+                         uint64_t key,
+                         struct best *b)
+{
+    if (r->gpus == 0)
+        scan_grid(s, s->by_whole, s->by_whole + MAX_GPUS + 1, r, key, b);
+    else if (r->slice_mib == 0 && r->gpus <= MAX_GPUS)
+        scan_grid(s,
+                  s->by_whole + r->gpus,
+                  s->by_whole + MAX_GPUS + 1,
+                  r,
+                  key,
+                  b);
+    else if (r->slice_mib)
+        scan_grid(s,
+                  s->by_room + sched__room_bucket(r->slice_mib + s->ctx_mib),
+                  s->by_room + ROOM_BUCKETS,
+                  r,
+                  key,
+                  b);
+}
+
+/* Deterministic policies: best score, ties to the lowest node id. The
+ * winner does not depend on the order classes are visited in. */
 static int place_memo(crater_sched_t *s,
                       const crater_request_t *r,
                       uint64_t key,
                       crater_placement_t *out)
 {
-    uint32_t bestnode = CRATER_SCHED_NO_NODE;
-    double best = 0, score;
+    struct best b = {.node = CRATER_SCHED_NO_NODE};
+    uint32_t bestnode;
     struct sched_ctx c;
 
-    for (uint32_t i = 0; i < s->nlive; i++) {
-        struct sclass *k;
-        if (!precheck(s, &s->lsum[i], r))
-            continue;
-        k = &s->classes[s->live[i]];
-        if (class_eval(s, k, r, key, &score) < 0)
-            continue;
-        if (bestnode == CRATER_SCHED_NO_NODE || score > best
-            || (score == best && k->members[0] < bestnode)) {
-            best = score;
-            bestnode = k->members[0];
-        }
-    }
-    if (bestnode == CRATER_SCHED_NO_NODE)
+    scan_buckets(s, r, key, &b);
+    if ((bestnode = b.node) == CRATER_SCHED_NO_NODE)
         return -1;
     if (sched__eval(s, bestnode, r, &c) < 0) /* cannot differ: a bug */
         return -1;

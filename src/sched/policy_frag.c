@@ -102,7 +102,7 @@ static void set_scarcity(crater_sched_t *s)
         if (!mask || !t->gpus)
             continue;
         double need = t->slice ? t->slice / 1000.0 : t->gpus;
-        int nm = __builtin_popcountll(mask);
+        int nm = (int)sched__popcount64(mask);
         for (uint32_t m = 0; m < s->nmodels; m++)
             if ((mask >> m) & 1 && gpus[m] > 0)
                 s->scarcity[m] += t->weight * need / nm / (gpus[m] / total);
