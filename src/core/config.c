@@ -239,7 +239,8 @@ static const row_t rows[] = {
 
 {"store.backend", T_ENUM, F(store.backend), "sqlite", 0, 0, 0, backend_names,
  NULL, "Where the control plane keeps its state: sqlite (embedded, under "
- "dataDir) or etcd (replicated)."},
+ "dataDir) or etcd (replicated; designed, not in this release: craterd "
+ "refuses it at start)."},
 {"store.etcdEndpoints", T_STRV, F(store.etcd_endpoints), "[]", 0, 0, 0, NULL,
  check_urls, "etcd client URLs (http:// or https://); required when "
  "backend is etcd."},

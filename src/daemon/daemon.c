@@ -103,6 +103,13 @@ static int open_parts(crater_daemon_t *d,
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    if (d->cfg.store.backend != CRATER_STORE_SQLITE)
+        return crater_errorf_field(err,
+                                   CRATER_EUNAVAIL,
+                                   "store.backend",
+                                   "store.backend: etcd is not available "
+                                   "in this release (the interface is ready,"
+                                   " see doc/store.md); use sqlite");
     snprintf(path, sizeof(path), "%s/crater.db", d->data_dir);
     if (!(d->store = crater_store_open_sqlite(path, &so, err)))
         return -1;

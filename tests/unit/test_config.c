@@ -139,10 +139,8 @@ static void check_example(const crater_config_t *c)
     ck_assert_str_eq(c->server.data_dir, "/var/lib/crater");
     ck_assert_uint_eq(c->server.max_body_bytes, 4ull << 20);
     ck_assert_uint_eq(c->server.decision_log_retention_ms, 30 * MS_DAY);
-    ck_assert_int_eq(c->store.backend, CRATER_STORE_ETCD);
-    ck_assert_uint_eq(crater_strv_len(c->store.etcd_endpoints), 3);
-    ck_assert_str_eq(c->store.etcd_endpoints[0], "http://10.0.1.10:2379");
-    ck_assert_str_eq(c->store.etcd_endpoints[2], "http://10.0.1.12:2379");
+    ck_assert_int_eq(c->store.backend, CRATER_STORE_SQLITE);
+    ck_assert_uint_eq(crater_strv_len(c->store.etcd_endpoints), 0);
     ck_assert_uint_eq(json_array_size(c->kb_override), 1);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_array_get(c->kb_override, 0),
@@ -403,8 +401,12 @@ START_TEST(rule_etcd_and_root)
                                 CRATER_ECONFLICT),
                      "t.yaml:3:3: store.etcdEndpoints: backend etcd needs "
                      "at least one endpoint");
-    decode_ok("store:\n  etcdEndpoints: [http://a:2379]\n  backend: etcd\n",
+    decode_ok("store:\n  etcdEndpoints: [http://a:2379, http://b:2379]\n"
+              "  backend: etcd\n",
               &c);
+    ck_assert_int_eq(c.store.backend, CRATER_STORE_ETCD);
+    ck_assert_uint_eq(crater_strv_len(c.store.etcd_endpoints), 2);
+    ck_assert_str_eq(c.store.etcd_endpoints[1], "http://b:2379");
     crater_config_clear(&c);
     ck_assert_str_eq(decode_bad("agent:\n  taskUser: root\n", CRATER_ECONFLICT),
                      "t.yaml:2:3: agent.taskUser: tasks run as root only "
