@@ -592,8 +592,6 @@ int sched__reindex(crater_sched_t *s, uint32_t node)
     uint32_t len = class_blob(s, node, NULL), old, id;
     uint64_t h;
 
-    if (s->reindex_hold)
-        return 0;
     if (ensure_node_class(s, node) < 0 || scratch_need(s, len) < 0)
         return -1;
     class_blob(s, node, s->scratch);

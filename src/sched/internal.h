@@ -90,6 +90,15 @@ struct task {
     crater_placement_t p;
 };
 
+/* The ids of the tasks on one node, in no order (state.c), for the
+ * preemption planner. ver changes (to a new value of a sched-wide
+ * counter, never reused) whenever the node's state or tasks change. */
+struct node_tasks {
+    uint64_t *ids;
+    uint32_t n, cap;
+    uint64_t ver;
+};
+
 /* An open-addressing map from a byte blob to a uint32 value. */
 struct blobmap {
     uint32_t *slots; /* value + 1, 0 = empty */
@@ -232,10 +241,13 @@ struct crater_sched {
     /* place.c: bumped whenever something besides a class's own state
      * could change an evaluation (weights, policy, typical pods, nodes) */
     uint64_t memo_epoch;
-    /* preempt.c: while non-zero, commits and releases leave the class
-     * index alone (the planner restores every node it touches and then
-     * reindexes them) */
-    uint32_t reindex_hold;
+    /* state.c: tasks by node (ntcap entries, zeroed past the last node
+     * that ever held a task) and the counter their ver values come from */
+    struct node_tasks *ntasks;
+    uint32_t ntcap;
+    uint64_t ver_clock;
+    /* preempt.c: the planner's per-node bounds and buffers */
+    struct sched_pre *pre;
     /* policy.c */
     const struct sched_policy_ops *policy; /* NULL: "crater" */
     crater_typical_t *typical;             /* FGD's task distribution */
@@ -256,6 +268,14 @@ uint64_t sched__hash(const uint8_t *p, size_t n);
 /* state.c */
 struct task *sched__task_find(const crater_sched_t *s, uint64_t id);
 uint32_t sched__room_mib(const crater_sched_t *s, uint32_t g);
+/* Charge (sign +1) or return (-1) p on its node's dynamic state, exactly:
+ * no task record changes and no reindexing (the caller restores it). */
+void sched__apply(crater_sched_t *s, const crater_placement_t *p, int sign);
+/* Give node a new ver: its state or its tasks changed. */
+void sched__node_touch(crater_sched_t *s, uint32_t node);
+
+/* preempt.c */
+void sched__pre_free(crater_sched_t *s);
 
 /* Per-evaluation context: what the filters have chosen so far. */
 struct sched_ctx {

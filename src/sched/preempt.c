@@ -5,23 +5,44 @@
  *
  * Cost is lexicographic: the highest victim priority (lower is better),
  * then the work lost (sum over victims of now - max(start, last
- * checkpoint)), then the number of victims.
+ * checkpoint)), then the number of victims; ties go to the lowest node.
  *
  * Why this way. A request is one replica, so its victims all sit on the
  * node it will land on; nodes are planned independently. On each node the
  * candidates are sorted by (priority, lost work, id) and released one by
- * one on the real state until the request fits there: the first prefix
- * that fits has the lowest possible highest-priority. Then every chosen
- * victim is put back once, most expensive first, and stays back if the
- * request still fits, which makes the set minimal. The filters are the
- * real ones (sched__eval on that node), so the plan cannot disagree with
- * what crater_sched_place() will do once the victims are gone.
+ * one until the request fits there: the first prefix that fits has the
+ * lowest possible highest-priority. Then every chosen victim but the last
+ * is put back once, most expensive first, and stays back if the request
+ * still fits, which makes the set minimal (the last one stays: without it
+ * the node is in the state of the previous prefix, which did not fit). The
+ * filters are the real ones (sched__eval on that node), so the plan cannot
+ * disagree with what crater_sched_place() will do once the victims are
+ * gone.
  *
- * Releasing and re-committing is exact (state.c), so the state is the
- * same afterwards; the task records (start, checkpoint) are restored by
- * hand because a commit stamps a new start time. Preemption is rare and
- * a node has few tasks, so the cost of evaluating the node after each
- * step is fine.
+ * Why it is fast enough to run once per scheduling pass on 10,000 busy
+ * nodes (the decisions are those of the plain algorithm above):
+ * - Trial releases and re-commits touch only the node's dynamic state
+ *   (sched__apply), which is exact, so the node is bit for bit as before
+ *   afterwards: the task table and the class index are never touched.
+ * - An evaluation is preceded by place.c's precheck (free CPU, memory,
+ *   free whole GPUs or room: conditions every filter run checks anyway),
+ *   so a state that cannot fit costs no filter run.
+ * - First, per node, the shortest prefix that passes the precheck (worked
+ *   out on a scratch copy of the node's GPUs, CPU and memory) gives a
+ *   lower bound on that node's cost (its last candidate's priority and
+ *   lost work, one victim), and nodes where no prefix passes have no plan.
+ *   Nodes are then planned in the order of that bound (a heap) and
+ *   planning stops once the bound alone loses to the best plan found (the
+ *   winner, the least (cost, node id), does not depend on the visiting
+ *   order).
+ * - That bound is kept per node (struct pbound) with the node's ver
+ *   (state.c) and the request fields it depends on (priority, GPUs,
+ *   slice, CPU, memory): most nodes do not change between two plans, so a
+ *   call reads their tasks only when they did. The candidate order does
+ *   not change with time once every candidate's start or checkpoint is in
+ *   the past (lost work = now - that time), so a bound is kept only then
+ *   and only used while the clock has not gone back.
+ * - The winner's placement is evaluated once, at the end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +53,48 @@
 #define MAXV CRATER_PREEMPT_MAX_VICTIMS
 
 struct cand {
-    struct task t; /* copy of the task record, to re-commit it */
-    uint64_t lost;
+    const struct task *t; /* the table does not change while planning */
+    uint64_t id, lost;
+    int32_t prio;
+    uint32_t node;
     uint8_t gone; /* released by the planner right now */
+};
+
+/* A node's bound for one request: valid while ver (never 0 when valid),
+ * epoch and the request fields match and the clock is at least now. */
+struct pbound {
+    uint64_t ver, epoch, now;
+    uint64_t cpu, mem;
+    uint32_t gpus, slice;
+    int32_t prio;
+    uint32_t ncand; /* candidates on the node */
+    uint32_t kpre;  /* shortest prefix passing the precheck, 0: none */
+    int32_t lb_prio;
+    uint64_t lb_since; /* max(start, checkpoint) of candidate kpre - 1 */
+};
+
+/* A node to plan, keyed by its lower bound (lb_prio, lb_lost, node). */
+struct nplan {
+    uint32_t node, kpre;
+    int32_t lb_prio;
+    uint64_t lb_lost;
+};
+
+/* The planner's memory, kept between calls (sched.pre). */
+struct sched_pre {
+    struct pbound *b; /* per node, nb entries */
+    uint32_t nb;
+    struct nplan *heap;
+    uint32_t heapcap;
+    struct cand *c; /* one node's candidates */
+    uint32_t ccap;
+};
+
+/* The best plan so far and which of its node's candidates are victims. */
+struct best {
+    crater_preempt_plan_t plan;
+    uint32_t node, mask; /* mask bit i: candidate i is a victim */
+    int found;
 };
 
 int crater_sched_set_task_checkpoint(crater_sched_t *s,
@@ -46,27 +106,62 @@ int crater_sched_set_task_checkpoint(crater_sched_t *s,
     if (!t)
         return -1;
     t->ckpt_ms = ms;
+    sched__node_touch(s, t->p.node);
     return 0;
 }
 
-static uint64_t lost_work(const struct task *t, uint64_t now)
+void sched__pre_free(crater_sched_t *s)
 {
-    uint64_t since = t->ckpt_ms > t->start_ms ? t->ckpt_ms : t->start_ms;
+    if (!s->pre)
+        return;
+    free(s->pre->b);
+    free(s->pre->heap);
+    free(s->pre->c);
+    free(s->pre);
+    s->pre = NULL;
+}
 
+/* The buffers sized for the nodes that hold tasks. */
+static int pre_need(crater_sched_t *s)
+{
+    struct sched_pre *x = s->pre;
+    void *p;
+
+    if (!x && !(x = s->pre = calloc(1, sizeof(*x))))
+        return -1;
+    if (x->nb < s->ntcap) {
+        if (!(p = realloc(x->b, s->ntcap * sizeof(*x->b))))
+            return -1;
+        x->b = p;
+        memset(x->b + x->nb, 0, (s->ntcap - x->nb) * sizeof(*x->b));
+        x->nb = s->ntcap;
+    }
+    if (x->heapcap < s->ntcap) {
+        if (!(p = realloc(x->heap, s->ntcap * sizeof(*x->heap))))
+            return -1;
+        x->heap = p;
+        x->heapcap = s->ntcap;
+    }
+    return 0;
+}
+
+static uint64_t since_of(const struct task *t)
+{
+    return t->ckpt_ms > t->start_ms ? t->ckpt_ms : t->start_ms;
+}
+
+static uint64_t lost_of(uint64_t since, uint64_t now)
+{
     return now > since ? now - since : 0;
 }
 
-static int by_node_cost(const void *a, const void *b)
+static int by_cost(const struct cand *x, const struct cand *y)
 {
-    const struct cand *x = a, *y = b;
-
-    if (x->t.p.node != y->t.p.node)
-        return x->t.p.node < y->t.p.node ? -1 : 1;
-    if (x->t.priority != y->t.priority)
-        return x->t.priority < y->t.priority ? -1 : 1;
+    if (x->prio != y->prio)
+        return x->prio < y->prio ? -1 : 1;
     if (x->lost != y->lost)
         return x->lost < y->lost ? -1 : 1;
-    return x->t.id < y->t.id ? -1 : x->t.id > y->t.id;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 static int by_id(const void *a, const void *b)
@@ -76,180 +171,454 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Preemptible tasks below prio, sorted by node then cost. Caller frees. */
-static struct cand *collect(const crater_sched_t *s,
-                            int32_t prio,
-                            uint32_t *n,
-                            int *oom)
+/* Sort one node's few candidates by cost (insertion sort: a node holds a
+ * handful of tasks, and qsort's set-up costs more than the sort). */
+static void sort_run(struct cand *c, uint32_t n)
 {
-    uint64_t now = s->env.now_ms(s->env.arg);
-    struct cand *c;
+    for (uint32_t i = 1; i < n; i++) {
+        struct cand x = c[i];
+        uint32_t j = i;
+        for (; j > 0 && by_cost(&c[j - 1], &x) > 0; j--)
+            c[j] = c[j - 1];
+        c[j] = x;
+    }
+}
 
+/* The preemptible tasks below r's priority on node, sorted by cost, into
+ * s->pre->c; *n their count, *timeless whether every start or checkpoint
+ * is at most now (then their order does not change as time passes). */
+static int gather(crater_sched_t *s,
+                  const crater_request_t *r,
+                  uint32_t node,
+                  uint64_t now,
+                  uint32_t *n,
+                  int *timeless)
+{
+    const struct node_tasks *nt = &s->ntasks[node];
+    struct sched_pre *x = s->pre;
+
+    if (x->ccap < nt->n) {
+        struct cand *c = realloc(x->c, nt->n * sizeof(*c));
+        if (!c)
+            return -1;
+        x->c = c;
+        x->ccap = nt->n;
+    }
     *n = 0;
-    *oom = 0;
-    if (!s->tused)
-        return NULL;
-    if (!(c = calloc(s->tused, sizeof(*c)))) {
-        *oom = 1;
-        return NULL;
+    *timeless = 1;
+    for (uint32_t i = 0; i < nt->n; i++) {
+        const struct task *t = sched__task_find(s, nt->ids[i]);
+        if (!t->preemptible || t->priority >= r->priority)
+            continue;
+        if (since_of(t) > now)
+            *timeless = 0;
+        x->c[(*n)++] = (struct cand){t,
+                                     t->id,
+                                     lost_of(since_of(t), now),
+                                     t->priority,
+                                     node,
+                                     0};
     }
-    for (uint32_t i = 0; i < s->tsize; i++) {
-        const struct task *t = &s->tasks[i];
-        if (t->id && t->preemptible && t->priority < prio) {
-            c[*n].t = *t;
-            c[*n].lost = lost_work(t, now);
-            (*n)++;
-        }
-    }
-    qsort(c, *n, sizeof(*c), by_node_cost);
-    return c;
+    sort_run(x->c, *n);
+    return 0;
 }
 
-static int take(crater_sched_t *s, struct cand *c)
+static void take(crater_sched_t *s, struct cand *c)
 {
-    if (crater_sched_release(s, c->t.id, NULL) < 0)
-        return -1;
+    sched__apply(s, &c->t->p, -1);
     c->gone = 1;
-    return 0;
 }
 
-/* Re-commit c exactly as it was, start time and checkpoint included. */
-static int put(crater_sched_t *s, struct cand *c)
+static void put(crater_sched_t *s, struct cand *c)
 {
-    crater_request_t r = {.priority = c->t.priority,
-                          .preemptible = c->t.preemptible};
-    struct task *t;
-
-    if (crater_sched_commit(s, c->t.id, &r, &c->t.p, NULL) < 0)
-        return -1;
-    t = sched__task_find(s, c->t.id);
-    t->start_ms = c->t.start_ms;
-    t->ckpt_ms = c->t.ckpt_ms;
+    sched__apply(s, &c->t->p, +1);
     c->gone = 0;
+}
+
+/* Put back every candidate still released. */
+static void restore(crater_sched_t *s, struct cand *c, uint32_t n)
+{
+    for (uint32_t i = n; i-- > 0;)
+        if (c[i].gone)
+            put(s, &c[i]);
+}
+
+/* place.c's precheck on the node's current state: necessary conditions
+ * that every filter run checks, so failing it means sched__eval fails. */
+static int may_fit(const crater_sched_t *s,
+                   uint32_t node,
+                   const crater_request_t *r)
+{
+    const struct node_static *st = &s->st[node];
+    const struct node_dyn *d = &s->dyn[node];
+    uint32_t whole = 0, room = 0;
+
+    if (!d->ready || d->cordoned || d->cpu_free < r->cpu_milli
+        || d->mem_free < r->mem_bytes)
+        return 0;
+    if (r->gpus == 0)
+        return 1;
+    for (uint32_t i = 0; i < st->ngpus; i++) {
+        uint32_t g = st->gpu_first + i, m;
+        whole += s->gd[g].ntasks == 0;
+        if (r->slice_mib && (m = sched__room_mib(s, g)) > room)
+            room = m;
+    }
+    if (r->slice_mib == 0)
+        return whole >= r->gpus;
+    return room >= r->slice_mib + s->ctx_mib;
+}
+
+static int fits(crater_sched_t *s, uint32_t node, const crater_request_t *r)
+{
+    struct sched_ctx ctx;
+
+    return may_fit(s, node, r) && sched__eval(s, node, r, &ctx) == 0;
+}
+
+/* A scratch copy of what may_fit() reads of one node, for the bound. */
+struct scratch {
+    uint64_t cpu, mem;
+    uint64_t cap[MAX_GPUS]; /* as in sched__room_mib() */
+    uint32_t res[MAX_GPUS];
+    uint8_t nt[MAX_GPUS], whole[MAX_GPUS];
+    uint32_t ngpus;
+};
+
+static void scratch_load(const crater_sched_t *s,
+                         uint32_t node,
+                         struct scratch *x)
+{
+    const struct node_static *st = &s->st[node];
+
+    x->cpu = s->dyn[node].cpu_free;
+    x->mem = s->dyn[node].mem_free;
+    x->ngpus = st->ngpus;
+    for (uint32_t i = 0; i < st->ngpus; i++) {
+        uint32_t g = st->gpu_first + i;
+        x->cap[i] = (uint64_t)((double)s->gs[g].mem_mib * s->overcommit);
+        x->res[i] = s->gd[g].reserved_mib;
+        x->nt[i] = s->gd[g].ntasks;
+        x->whole[i] = s->gd[g].whole;
+    }
+}
+
+/* sched__apply(s, p, -1) on the scratch copy. */
+static void scratch_release(struct scratch *x, const crater_placement_t *p)
+{
+    x->cpu += p->cpu_milli;
+    x->mem += p->mem_bytes;
+    for (uint32_t i = 0; i < p->ngpus; i++) {
+        x->res[p->gpu[i]] -= p->gpu_mib[i];
+        x->nt[p->gpu[i]]--;
+        x->whole[p->gpu[i]] = 0;
+    }
+}
+
+/* may_fit() on the scratch copy of a usable node. */
+static int scratch_fits(const crater_sched_t *s,
+                        const struct scratch *x,
+                        const crater_request_t *r)
+{
+    uint32_t whole = 0, room = 0;
+
+    if (x->cpu < r->cpu_milli || x->mem < r->mem_bytes)
+        return 0;
+    if (r->gpus == 0)
+        return 1;
+    for (uint32_t i = 0; i < x->ngpus; i++) {
+        whole += x->nt[i] == 0;
+        if (r->slice_mib && !x->whole[i] && x->nt[i] < s->max_tasks
+            && x->res[i] < x->cap[i] && x->cap[i] - x->res[i] > room)
+            room = (uint32_t)(x->cap[i] - x->res[i]);
+    }
+    if (r->slice_mib == 0)
+        return whole >= r->gpus;
+    return room >= r->slice_mib + s->ctx_mib;
+}
+
+/* The length of the shortest prefix of c[0..n-1] (at most MAXV) whose
+ * release passes the precheck, 0 if none does; worked out on a scratch
+ * copy of the node, so the state is not touched. */
+static uint32_t first_possible(const crater_sched_t *s,
+                               const crater_request_t *r,
+                               const struct cand *c,
+                               uint32_t n)
+{
+    const struct node_dyn *d = &s->dyn[c[0].node];
+    struct scratch x;
+
+    if (!d->ready || d->cordoned)
+        return 0;
+    scratch_load(s, c[0].node, &x);
+    for (uint32_t k = 0; k < n && k < MAXV; k++) {
+        scratch_release(&x, &c[k].t->p);
+        if (scratch_fits(s, &x, r))
+            return k + 1;
+    }
     return 0;
 }
 
-/* Put back every candidate still released, last released first. */
-static int restore(crater_sched_t *s, struct cand *c, uint32_t n)
-{
-    int rc = 0;
-
-    for (uint32_t i = n; i-- > 0;)
-        if (c[i].gone && put(s, &c[i]) < 0)
-            rc = -1;
-    return rc;
-}
-
-static int fits(crater_sched_t *s,
-                uint32_t node,
-                const crater_request_t *r,
-                struct sched_ctx *ctx)
-{
-    return sched__eval(s, node, r, ctx) == 0;
-}
-
-/* Release the cheapest prefix that makes r fit, then put back whatever is
- * not needed. 1: fits with c[i].gone marking the victims; 0: no plan on
- * this node (everything restored); -1: out of memory. */
+/* Release the cheapest prefix that makes r fit (the ones shorter than
+ * kpre fail the precheck), then put back whatever is not needed. 1: fits
+ * with c[i].gone marking the victims (still released); 0: no plan on
+ * this node (everything restored). */
 static int shrink_set(crater_sched_t *s,
                       const crater_request_t *r,
                       struct cand *c,
-                      uint32_t n)
+                      uint32_t n,
+                      uint32_t kpre)
 {
-    uint32_t node = c[0].t.p.node, k = 0;
-    struct sched_ctx ctx;
+    uint32_t node = c[0].node, k = 0;
     int ok = 0;
 
+    while (k + 1 < kpre)
+        take(s, &c[k++]);
     while (!ok && k < n && k < MAXV) {
-        if (take(s, &c[k++]) < 0)
-            return -1;
-        ok = fits(s, node, r, &ctx);
+        take(s, &c[k++]);
+        ok = fits(s, node, r);
     }
-    if (!ok)
-        return restore(s, c, k) < 0 ? -1 : 0;
-    for (uint32_t i = k; i-- > 0;) {
-        if (put(s, &c[i]) < 0)
-            return -1;
-        if (!fits(s, node, r, &ctx) && take(s, &c[i]) < 0)
-            return -1;
+    if (!ok) {
+        restore(s, c, k);
+        return 0;
+    }
+    for (uint32_t i = k - 1; i-- > 0;) {
+        put(s, &c[i]);
+        if (!fits(s, node, r))
+            take(s, &c[i]);
     }
     return 1;
 }
 
-static void fill_plan(crater_sched_t *s,
-                      const crater_request_t *r,
-                      const struct cand *c,
+/* The cost of the victims marked gone in c[0..n-1], and their mask. */
+static void plan_cost(const struct cand *c,
                       uint32_t n,
-                      crater_preempt_plan_t *plan)
+                      crater_preempt_plan_t *plan,
+                      uint32_t *mask)
 {
-    struct sched_ctx ctx;
-
     memset(plan, 0, sizeof(*plan));
     plan->max_priority = INT32_MIN;
-    for (uint32_t i = 0; i < n; i++) {
+    *mask = 0;
+    for (uint32_t i = 0; i < n && i < MAXV; i++) {
         if (!c[i].gone)
             continue;
-        plan->victims[plan->nvictims++] = c[i].t.id;
+        *mask |= 1u << i;
+        plan->victims[plan->nvictims++] = c[i].id;
         plan->lost_ms += c[i].lost;
-        if (c[i].t.priority > plan->max_priority)
-            plan->max_priority = c[i].t.priority;
+        if (c[i].prio > plan->max_priority)
+            plan->max_priority = c[i].prio;
     }
-    qsort(plan->victims, plan->nvictims, sizeof(plan->victims[0]), by_id);
-    sched__eval(s, c[0].t.p.node, r, &ctx); /* fits: shrink_set said so */
-    plan->placement = ctx.p;
 }
 
-/* Plan on the node of c[0..n-1]: 1 found, 0 none, -1 out of memory. The
- * state is restored in every case but the last. */
-static int plan_node(crater_sched_t *s,
-                     const crater_request_t *r,
-                     struct cand *c,
-                     uint32_t n,
-                     crater_preempt_plan_t *plan)
-{
-    int rc = shrink_set(s, r, c, n);
-
-    if (rc == 1)
-        fill_plan(s, r, c, n, plan);
-    if (rc != 0 && restore(s, c, n) < 0)
-        return -1;
-    return rc;
-}
-
+/* (cost, node) order: is a (on node an) cheaper than b (on node bn)? */
 static int cheaper(const crater_preempt_plan_t *a,
-                   const crater_preempt_plan_t *b)
+                   uint32_t an,
+                   const crater_preempt_plan_t *b,
+                   uint32_t bn)
 {
     if (a->max_priority != b->max_priority)
         return a->max_priority < b->max_priority;
     if (a->lost_ms != b->lost_ms)
         return a->lost_ms < b->lost_ms;
-    return a->nvictims < b->nvictims;
+    if (a->nvictims != b->nvictims)
+        return a->nvictims < b->nvictims;
+    return an < bn;
 }
 
-/* Plan node by node (c is sorted by node, so ties keep the lowest id). */
-static int plan_all(crater_sched_t *s,
+static int bound_ok(const crater_sched_t *s,
+                    const struct pbound *b,
+                    uint32_t node,
                     const crater_request_t *r,
-                    struct cand *c,
-                    uint32_t n,
-                    crater_preempt_plan_t *best,
-                    uint32_t *nnodes)
+                    uint64_t now)
+{
+    return b->ver && b->ver == s->ntasks[node].ver && b->epoch == s->memo_epoch
+           && now >= b->now && b->prio == r->priority && b->gpus == r->gpus
+           && b->slice == r->slice_mib && b->cpu == r->cpu_milli
+           && b->mem == r->mem_bytes;
+}
+
+/* node's bound for r: kept from an earlier call, or worked out (and kept
+ * when the candidate order cannot change with time). */
+static int node_bound(crater_sched_t *s,
+                      const crater_request_t *r,
+                      uint32_t node,
+                      uint64_t now,
+                      struct pbound *out)
+{
+    struct pbound *b = &s->pre->b[node];
+    const struct cand *c;
+    uint32_t n;
+    int timeless;
+
+    if (bound_ok(s, b, node, r, now)) {
+        *out = *b;
+        return 0;
+    }
+    if (gather(s, r, node, now, &n, &timeless) < 0)
+        return -1;
+    c = s->pre->c; /* gather may have moved it */
+    *out = (struct pbound){.ver = s->ntasks[node].ver,
+                           .epoch = s->memo_epoch,
+                           .now = now,
+                           .cpu = r->cpu_milli,
+                           .mem = r->mem_bytes,
+                           .gpus = r->gpus,
+                           .slice = r->slice_mib,
+                           .prio = r->priority,
+                           .ncand = n};
+    if (n && (out->kpre = first_possible(s, r, c, n)) != 0) {
+        out->lb_prio = c[out->kpre - 1].prio;
+        out->lb_since = since_of(c[out->kpre - 1].t);
+    }
+    *b = *out;
+    if (!timeless)
+        b->ver = 0;
+    return 0;
+}
+
+/* ---- the nodes to plan, least lower bound first (a binary heap) ---------
+ */
+
+static int nless(const struct nplan *a, const struct nplan *b)
+{
+    if (a->lb_prio != b->lb_prio)
+        return a->lb_prio < b->lb_prio;
+    if (a->lb_lost != b->lb_lost)
+        return a->lb_lost < b->lb_lost;
+    return a->node < b->node;
+}
+
+static void sift_down(struct nplan *h, uint32_t n, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = i;
+        struct nplan t;
+        if (l < n && nless(&h[l], &h[m]))
+            m = l;
+        if (l + 1 < n && nless(&h[l + 1], &h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Heap the nodes with a possible plan into s->pre->heap (*m of them);
+ * *ncand and *nnodes count all candidates and the nodes holding them. */
+static int bound_all(crater_sched_t *s,
+                     const crater_request_t *r,
+                     uint64_t now,
+                     uint32_t *m,
+                     uint32_t *ncand,
+                     uint32_t *nnodes)
+{
+    struct nplan *h = s->pre->heap;
+    struct pbound b;
+
+    *m = *ncand = *nnodes = 0;
+    for (uint32_t node = 0; node < s->ntcap; node++) {
+        if (!s->ntasks[node].n)
+            continue;
+        if (node_bound(s, r, node, now, &b) < 0)
+            return -1;
+        if (!b.ncand)
+            continue;
+        (*nnodes)++;
+        *ncand += b.ncand;
+        if (b.kpre)
+            h[(*m)++] = (struct nplan){node,
+                                       b.kpre,
+                                       b.lb_prio,
+                                       lost_of(b.lb_since, now)};
+    }
+    for (uint32_t i = *m / 2; i-- > 0;)
+        sift_down(h, *m, i);
+    return 0;
+}
+
+/* Plan on np's node and keep the plan if it beats b. */
+static int plan_node(crater_sched_t *s,
+                     const crater_request_t *r,
+                     const struct nplan *np,
+                     uint64_t now,
+                     struct best *b)
 {
     crater_preempt_plan_t cur;
-    int found = 0, rc;
+    uint32_t n, mask;
+    struct cand *c;
+    int timeless;
 
-    *nnodes = 0;
-    for (uint32_t a = 0, b; a < n; a = b) {
-        for (b = a + 1; b < n && c[b].t.p.node == c[a].t.p.node; b++)
-            ;
-        (*nnodes)++;
-        if ((rc = plan_node(s, r, c + a, b - a, &cur)) < 0)
-            return -1;
-        if (rc == 1 && (!found || cheaper(&cur, best))) {
-            *best = cur;
-            found = 1;
-        }
+    if (gather(s, r, np->node, now, &n, &timeless) < 0)
+        return -1;
+    c = s->pre->c;
+    if (!shrink_set(s, r, c, n, np->kpre))
+        return 0;
+    plan_cost(c, n, &cur, &mask);
+    restore(s, c, n);
+    if (!b->found || cheaper(&cur, np->node, &b->plan, b->node)) {
+        b->plan = cur;
+        b->node = np->node;
+        b->mask = mask;
+        b->found = 1;
     }
-    return found;
+    return 0;
+}
+
+/* Plan nodes by increasing lower bound until the bound alone loses. */
+static int plan_all(crater_sched_t *s,
+                    const crater_request_t *r,
+                    uint32_t m,
+                    uint64_t now,
+                    struct best *b)
+{
+    struct nplan *h = s->pre->heap, top;
+    crater_preempt_plan_t lb;
+
+    memset(&lb, 0, sizeof(lb));
+    lb.nvictims = 1;
+    while (m) {
+        top = h[0];
+        h[0] = h[--m];
+        sift_down(h, m, 0);
+        lb.max_priority = top.lb_prio;
+        lb.lost_ms = top.lb_lost;
+        if (b->found && !cheaper(&lb, top.node, &b->plan, b->node)) {
+            if (lb.max_priority != b->plan.max_priority
+                || lb.lost_ms != b->plan.lost_ms)
+                break; /* (prio, lost) above the best: so are the rest */
+            continue;
+        }
+        if (plan_node(s, r, &top, now, b) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The winner's placement: evaluated once with its victims released. */
+static int finish(crater_sched_t *s,
+                  const crater_request_t *r,
+                  uint64_t now,
+                  const struct best *b,
+                  crater_preempt_plan_t *plan)
+{
+    struct sched_ctx ctx;
+    uint32_t n;
+    int timeless;
+
+    if (gather(s, r, b->node, now, &n, &timeless) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n && i < MAXV; i++)
+        if (b->mask >> i & 1)
+            take(s, &s->pre->c[i]);
+    sched__eval(s, b->node, r, &ctx); /* fits: shrink_set said so */
+    restore(s, s->pre->c, n);
+    *plan = b->plan;
+    qsort(plan->victims, plan->nvictims, sizeof(plan->victims[0]), by_id);
+    plan->placement = ctx.p;
+    return 0;
 }
 
 static int no_plan(const crater_request_t *r,
@@ -279,35 +648,22 @@ int crater_sched_plan_preemption(crater_sched_t *s,
                                  crater_preempt_plan_t *plan,
                                  crater_error_t *err)
 {
-    crater_preempt_plan_t best;
-    uint32_t n, nnodes = 0;
-    struct cand *c;
-    int oom, rc;
+    crater_preempt_plan_t none;
+    uint32_t m, ncand, nnodes;
+    struct best b;
+    uint64_t now;
 
-    memset(&best, 0, sizeof(best));
-    best.max_priority = INT32_MIN;
-    if (crater_sched_place(s, req, &best.placement, NULL) == 0) {
-        *plan = best;
+    memset(&none, 0, sizeof(none));
+    none.max_priority = INT32_MIN;
+    if (crater_sched_place(s, req, &none.placement, NULL) == 0) {
+        *plan = none;
         return 0;
     }
-    c = collect(s, req->priority, &n, &oom);
-    if (oom)
+    now = s->env.now_ms(s->env.arg);
+    memset(&b, 0, sizeof(b));
+    if (pre_need(s) < 0 || bound_all(s, req, now, &m, &ncand, &nnodes) < 0
+        || plan_all(s, req, m, now, &b) < 0
+        || (b.found && finish(s, req, now, &b, plan) < 0))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    /* Planning releases and re-commits victims many times on the real
-     * state; the index only has to be right once they are all back, so
-     * it is held and the touched nodes reindexed afterwards (a no-op for
-     * a node back in its old state). */
-    s->reindex_hold++;
-    rc = n ? plan_all(s, req, c, n, &best, &nnodes) : 0;
-    s->reindex_hold--;
-    for (uint32_t i = 0; i < n; i++)
-        if (sched__reindex(s, c[i].t.p.node) < 0)
-            rc = -1;
-    free(c);
-    if (rc < 0)
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (rc == 0)
-        return no_plan(req, n, nnodes, err);
-    *plan = best;
-    return 0;
+    return b.found ? 0 : no_plan(req, ncand, nnodes, err);
 }

@@ -8,7 +8,9 @@
  *
  * The task table is an open-addressing hash on the task id; tasks are few
  * compared with decisions, so it is rebuilt on growth rather than kept
- * incrementally balanced.
+ * incrementally balanced. Each node also lists its task ids, with a
+ * version that changes with the node's state, so that the preemption
+ * planner reads only the nodes that changed since its last call.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +90,10 @@ void crater_sched_destroy(crater_sched_t *s)
     free(s->dd);
     free(s->tasks);
     free(s->typical);
+    for (uint32_t i = 0; i < s->ntcap; i++)
+        free(s->ntasks[i].ids);
+    free(s->ntasks);
+    sched__pre_free(s);
     sched__index_free(s);
     free(s);
 }
@@ -127,6 +133,7 @@ int crater_sched_set_ready(crater_sched_t *s, uint32_t node, bool ready)
     if (node >= s->n)
         return bad_node(s, node, NULL);
     s->dyn[node].ready = ready;
+    sched__node_touch(s, node);
     return sched__reindex(s, node);
 }
 
@@ -135,6 +142,7 @@ int crater_sched_set_cordoned(crater_sched_t *s, uint32_t node, bool cordon)
     if (node >= s->n)
         return bad_node(s, node, NULL);
     s->dyn[node].cordoned = cordon;
+    sched__node_touch(s, node);
     return sched__reindex(s, node);
 }
 
@@ -161,6 +169,7 @@ int crater_sched_set_util(crater_sched_t *s,
         g->used_mib = u->gpu_used_mib[i];
         g->pcie = clamp01(u->pcie[s->gs[st->gpu_first + i].upstream]);
     }
+    sched__node_touch(s, node);
     return sched__reindex(s, node);
 }
 
@@ -236,6 +245,55 @@ static void task_delete(crater_sched_t *s, uint32_t i)
     s->tused--;
 }
 
+/* ---- tasks by node --------------------------------------------------------
+ */
+
+void sched__node_touch(crater_sched_t *s, uint32_t node)
+{
+    if (node < s->ntcap)
+        s->ntasks[node].ver = ++s->ver_clock;
+}
+
+/* Room for one more id in node's list. */
+static int node_tasks_need(crater_sched_t *s, uint32_t node)
+{
+    struct node_tasks *nt;
+
+    if (node >= s->ntcap) {
+        uint32_t cap = s->ntcap ? s->ntcap : 64;
+        while (cap <= node)
+            cap *= 2;
+        if (!(nt = realloc(s->ntasks, cap * sizeof(*nt))))
+            return -1;
+        memset(nt + s->ntcap, 0, (cap - s->ntcap) * sizeof(*nt));
+        s->ntasks = nt;
+        s->ntcap = cap;
+    }
+    nt = &s->ntasks[node];
+    if (nt->n == nt->cap) {
+        uint32_t cap = nt->cap ? nt->cap * 2 : 8;
+        uint64_t *ids = realloc(nt->ids, cap * sizeof(*ids));
+        if (!ids)
+            return -1;
+        nt->ids = ids;
+        nt->cap = cap;
+    }
+    return 0;
+}
+
+static void node_tasks_del(crater_sched_t *s, uint32_t node, uint64_t id)
+{
+    struct node_tasks *nt = &s->ntasks[node];
+
+    for (uint32_t i = 0; i < nt->n; i++) {
+        if (nt->ids[i] == id) {
+            nt->ids[i] = nt->ids[--nt->n];
+            break;
+        }
+    }
+    sched__node_touch(s, node);
+}
+
 /* ---- commit and release
  * ------------------------------------------------------ */
 
@@ -272,8 +330,9 @@ static int check_fits(const crater_sched_t *s,
     return 0;
 }
 
-/* sign +1 charges p, -1 returns it. */
-static void apply(crater_sched_t *s, const crater_placement_t *p, int sign)
+/* sign +1 charges p, -1 returns it (the node's dynamic state only: no
+ * task record, no reindexing; the preemption planner uses it directly). */
+void sched__apply(crater_sched_t *s, const crater_placement_t *p, int sign)
 {
     struct node_static *st = &s->st[p->node];
     struct node_dyn *d = &s->dyn[p->node];
@@ -316,8 +375,11 @@ int crater_sched_commit(crater_sched_t *s,
                              (unsigned long long)task);
     if (check_fits(s, p, err) < 0)
         return -1;
-    if ((s->tused + 1) * 4 > s->tsize * 3 && task_grow(s) < 0)
+    if (((s->tused + 1) * 4 > s->tsize * 3 && task_grow(s) < 0)
+        || node_tasks_need(s, p->node) < 0)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    s->ntasks[p->node].ids[s->ntasks[p->node].n++] = task;
+    sched__node_touch(s, p->node);
     t = &s->tasks[task_slot(s, task)];
     t->id = task;
     t->priority = req ? req->priority : 0;
@@ -325,7 +387,7 @@ int crater_sched_commit(crater_sched_t *s,
     t->start_ms = s->env.now_ms(s->env.arg);
     t->p = *p;
     s->tused++;
-    apply(s, p, +1);
+    sched__apply(s, p, +1);
     return sched__reindex(s, p->node);
 }
 
@@ -340,7 +402,8 @@ int crater_sched_release(crater_sched_t *s, uint64_t task, crater_error_t *err)
                              "no task %llu",
                              (unsigned long long)task);
     node = t->p.node;
-    apply(s, &t->p, -1);
+    sched__apply(s, &t->p, -1);
+    node_tasks_del(s, node, task);
     task_delete(s, (uint32_t)(t - s->tasks));
     return sched__reindex(s, node);
 }
