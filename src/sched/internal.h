@@ -256,6 +256,10 @@ struct crater_sched {
      * among the models they allow) over its share of the cluster's GPUs;
      * computed by crater_sched_set_typical() */
     double scarcity[CRATER_SCHED_MAX_MODELS];
+    /* sum over the typical tasks of weight x GPU demand^-0.6: the
+     * normaliser of the "crater" policy's task weights (policy_frag.c);
+     * computed by crater_sched_set_typical() */
+    double crater_wsum;
 };
 
 /* index.c */
