@@ -241,6 +241,7 @@ static void child_write_pid(char *const *procs, size_t n)
 
 static void child(const spawn_t *s)
 {
+    sigset_t none;
     int in = open("/dev/null", O_RDONLY);
     int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
     int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
@@ -255,6 +256,10 @@ static void child(const spawn_t *s)
     if (s->switch_user
         && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
         _exit(126);
+    /* the agent blocks its stop signals and ignores SIGPIPE; a task starts
+     * with neither (both would survive exec) */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     execvpe(s->argv[0], s->argv, s->envp);
     _exit(127);
