@@ -6,7 +6,6 @@
  * 2 bad usage.
  */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +13,7 @@
 #include "agent/agent.h"
 #include "crater/log.h"
 #include "daemon/buildinfo.h"
-
-static void log_stderr(int level, const char *msg, void *arg)
-{
-    (void)arg;
-    if (level <= LOG_INFO)
-        fprintf(stderr,
-                "crater-agent: %s%s\n",
-                level <= LOG_ERR       ? "error: "
-                : level == LOG_WARNING ? "warning: "
-                                       : "",
-                msg);
-}
+#include "daemon/process.h"
 
 static void usage(FILE *fp)
 {
@@ -136,8 +124,6 @@ static int run(flags_t *f, crater_config_t *cfg)
 {
     crater_error_t err;
     crater_agent_t *a;
-    sigset_t set;
-    int sig;
 
     if (!f->o.server)
         f->o.server = getenv("CRATER_SERVER");
@@ -150,11 +136,7 @@ static int run(flags_t *f, crater_config_t *cfg)
         return 2;
     }
     f->o.cfg = cfg;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    crater_proc_block_stop_signals();
     if (!(a = crater_agent_start(&f->o, &err))) {
         fprintf(stderr, "crater-agent: %s\n", err.text);
         return 1;
@@ -164,7 +146,7 @@ static int run(flags_t *f, crater_config_t *cfg)
             crater_version(),
             crater_agent_node(a),
             f->o.server ? f->o.server : "http://127.0.0.1:7480");
-    sigwait(&set, &sig);
+    crater_proc_wait_stop();
     crater_agent_stop(a);
     return 0;
 }
@@ -176,7 +158,7 @@ int main(int argc, char **argv)
     crater_error_t err;
     int rc;
 
-    crater_log_set_handler(log_stderr, NULL);
+    crater_log_set_handler(crater_proc_log_stderr, (void *)"crater-agent");
     crater_log_set_level(LOG_INFO);
     if ((rc = parse(argc, argv, &f)) != 0)
         return rc < 0 ? 2 : 0;

@@ -12,7 +12,6 @@
  * daemon, which finishes its queued commits.
  */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "crater/kb.h"
 #include "daemon/buildinfo.h"
 #include "daemon/daemon.h"
+#include "daemon/process.h"
 
 #define MAX_AGENTS 256
 
@@ -203,17 +203,6 @@ static void print_banner(crater_daemon_t *d,
     fflush(stdout);
 }
 
-static void wait_signal(void)
-{
-    sigset_t set;
-    int sig;
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigwait(&set, &sig);
-}
-
 static int run_cluster(const up_opts_t *o, crater_config_t *cfg)
 {
     /* nodes come from their agents' registrations, not from --hardware:
@@ -241,7 +230,7 @@ static int run_cluster(const up_opts_t *o, crater_config_t *cfg)
             started++;
     if (started == n) {
         print_banner(d, o, server, n);
-        wait_signal();
+        crater_proc_wait_stop();
         printf("\nstopping...\n");
         rc = CLI_EXIT_OK;
     }
@@ -262,7 +251,6 @@ int cli_up(int argc, char **argv)
     up_opts_t o = {0};
     crater_config_t cfg;
     crater_error_t err;
-    sigset_t set;
     int rc;
 
     if ((rc = up_parse(argc, argv, &o)) != 0)
@@ -275,11 +263,7 @@ int cli_up(int argc, char **argv)
                 o.config ? err.text : "out of memory");
         return CLI_EXIT_REJECTED;
     }
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    crater_proc_block_stop_signals();
     rc = run_cluster(&o, &cfg);
     crater_config_clear(&cfg);
     return rc;

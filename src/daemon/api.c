@@ -96,6 +96,41 @@ int api_body_json(crater_http_req_t *r, json_t **out, crater_http_resp_t *resp)
     return 0;
 }
 
+int api_body_reason(crater_http_req_t *r, char **out, crater_http_resp_t *resp)
+{
+    json_t *v, *x;
+    const char *k;
+
+    *out = NULL;
+    if (api_body_json(r, &v, resp) < 0)
+        return -1;
+    json_object_foreach(v, k, x)
+    {
+        if (strcmp(k, "reason") != 0) {
+            api_errorf(resp,
+                       CRATER_EFIELD,
+                       k,
+                       "%s: unknown field (the body is {\"reason\": ...})",
+                       k);
+            json_decref(v);
+            return -1;
+        }
+    }
+    x = json_object_get(v, "reason");
+    if (x && !json_is_string(x)) {
+        api_errorf(resp, CRATER_ETYPE, "reason", "reason: expected a string");
+        json_decref(v);
+        return -1;
+    }
+    *out = strdup(x ? json_string_value(x) : "");
+    json_decref(v);
+    if (!*out) {
+        api_errorf(resp, CRATER_ENOMEM, NULL, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static void h_healthz(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     (void)r;

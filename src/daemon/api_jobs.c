@@ -421,18 +421,6 @@ static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     read_job(r, resp, arg, view_full);
 }
 
-static const char *cancel_reason(crater_http_req_t *r, char *buf, size_t n)
-{
-    size_t len;
-    const char *body = crater_http_body(r, &len);
-    json_t *v = len ? json_loadb(body, len, 0, NULL) : NULL;
-    const char *s = json_string_value(json_object_get(v, "reason"));
-
-    snprintf(buf, n, "cancelled%s%s", s ? ": " : "", s ? s : "");
-    json_decref(v);
-    return buf;
-}
-
 static void cancel_job(crater_daemon_t *d,
                        djob_t *j,
                        const char *reason,
@@ -463,15 +451,22 @@ static void cancel_job(crater_daemon_t *d,
 static void h_cancel(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
-    char reason[256];
+    char reason[256], *why = NULL;
     principal_t p;
     djob_t *j;
 
-    cancel_reason(r, reason, sizeof(reason));
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp)))
+    if (api_auth(d, r, resp, &p) == 0 && (j = visible_job(d, r, &p, resp))
+        && api_body_reason(r, &why, resp) == 0) {
+        snprintf(reason,
+                 sizeof(reason),
+                 "cancelled%s%s",
+                 *why ? ": " : "",
+                 why);
         cancel_job(d, j, reason, resp);
+    }
     pthread_mutex_unlock(&d->mu);
+    free(why);
 }
 
 /* ---- explain / events / metrics / logs ------------------------------------

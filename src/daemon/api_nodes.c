@@ -59,18 +59,6 @@ static void h_node(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     pthread_mutex_unlock(&d->mu);
 }
 
-static char *body_reason(crater_http_req_t *r)
-{
-    size_t len;
-    const char *body = crater_http_body(r, &len);
-    json_t *v = len ? json_loadb(body, len, 0, NULL) : NULL;
-    const char *s = json_string_value(json_object_get(v, "reason"));
-    char *out = strdup(s ? s : "");
-
-    json_decref(v);
-    return out;
-}
-
 /* Stop a job so that it is requeued when its agent reports it gone. */
 static void evict(crater_daemon_t *d, djob_t *j, const char *reason)
 {
@@ -106,13 +94,13 @@ static void set_cordon(crater_http_req_t *r,
                        crater_daemon_t *d,
                        int what)
 {
-    char *why = body_reason(r);
+    char *why = NULL;
     principal_t p;
     dnode_t *n;
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || api_require_admin(&p, resp) < 0
-        || !(n = named_node(d, r, resp)))
+        || !(n = named_node(d, r, resp)) || api_body_reason(r, &why, resp) < 0)
         goto out;
     n->cordoned = what != 0;
     if (!what)

@@ -288,6 +288,11 @@ typedef struct api_route {
     crater_http_handler_f fn;
 } api_route_t;
 /* Add n routes, each with d as its argument. */
+/* The optional {"reason": "..."} body of cancel, cordon, uncordon and
+ * drain: *out gets a malloc'd copy ("" without a body; caller frees).
+ * -1 with a 400 in resp for malformed JSON, another field, or a reason
+ * that is not a string. */
+int api_body_reason(crater_http_req_t *r, char **out, crater_http_resp_t *resp);
 int api_register(crater_daemon_t *d,
                  const api_route_t *routes,
                  size_t n,

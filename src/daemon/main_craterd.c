@@ -6,7 +6,6 @@
  * rejected (the message names the field), 2 bad usage.
  */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +13,7 @@
 #include "crater/log.h"
 #include "daemon/buildinfo.h"
 #include "daemon/daemon.h"
-
-static void log_stderr(int level, const char *msg, void *arg)
-{
-    (void)arg;
-    fprintf(stderr,
-            "craterd: %s%s\n",
-            level <= LOG_ERR       ? "error: "
-            : level == LOG_WARNING ? "warning: "
-                                   : "",
-            msg);
-}
+#include "daemon/process.h"
 
 static void usage(FILE *fp)
 {
@@ -98,28 +87,15 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     return 0;
 }
 
-static int wait_for_signal(void)
-{
-    sigset_t set;
-    int sig = 0;
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigwait(&set, &sig);
-    return sig;
-}
-
 int main(int argc, char **argv)
 {
     flags_t f = {0};
     crater_config_t cfg;
     crater_error_t err;
     crater_daemon_t *d;
-    sigset_t set;
     int rc;
 
-    crater_log_set_handler(log_stderr, NULL);
+    crater_log_set_handler(crater_proc_log_stderr, (void *)"craterd");
     if ((rc = parse_flags(argc, argv, &f)) != 0)
         return rc < 0 ? 2 : 0;
     if ((f.config ? crater_config_load(f.config, &cfg, &err)
@@ -128,12 +104,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "craterd: %s\n", f.config ? err.text : "out of memory");
         return 1;
     }
-    /* signals are taken by sigwait; every thread inherits the mask */
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    crater_proc_block_stop_signals();
     if (!(d = crater_daemon_start(&cfg, &f.o, &err))) {
         fprintf(stderr, "craterd: %s\n", err.text);
         crater_config_clear(&cfg);
@@ -148,7 +119,7 @@ int main(int argc, char **argv)
                f.o.data_dir ? f.o.data_dir : cfg.server.data_dir,
                crater_daemon_admin_token(d));
     fflush(stdout);
-    wait_for_signal();
+    crater_proc_wait_stop();
     crater_daemon_stop(d);
     crater_config_clear(&cfg);
     return 0;

@@ -93,41 +93,41 @@ static uint64_t slice_used(int g)
 typedef CUresult (*gpa2_f)(
     const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
-static int route(void)
+/* Routes 1 and 2: a direct call and dlsym on a libcuda.so.1 handle. */
+static void route_direct_dlsym(void *h, uint64_t o, CUdeviceptr *b)
 {
-    uint64_t o = env_u64("CRATER_GPUSLICE_CTX_OVERHEAD", 0);
-    CUdeviceptr a = 0, b = 0, c = 0;
-    context(0);
-    CHECK(slice_used(0) == 0,
-          "used %llu before",
-          (unsigned long long)slice_used(0));
-    /* 1. direct call */
+    CUdeviceptr a = 0;
+    gs_alloc_f alloc;
+    void *p;
+
     CHECK(cuMemAlloc_v2(&a, MiB) == CUDA_SUCCESS, "direct alloc");
     CHECK(slice_used(0) == o + MiB,
           "direct: used %llu",
           (unsigned long long)slice_used(0));
-    /* 2. dlsym on a libcuda.so.1 handle */
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    CHECK(h != NULL, "libcuda.so.1 not loaded");
-    gs_alloc_f alloc;
-    void *p = dlsym(h, "cuMemAlloc_v2");
+    p = dlsym(h, "cuMemAlloc_v2");
     memcpy(&alloc, &p, sizeof(p));
     CHECK(strcmp(owner(p), "libcrater-gpuslice.so") == 0,
           "dlsym(cuMemAlloc_v2) from %s",
           owner(p));
-    CHECK(alloc && alloc(&b, 2 * MiB) == CUDA_SUCCESS, "dlsym alloc");
+    CHECK(alloc && alloc(b, 2 * MiB) == CUDA_SUCCESS, "dlsym alloc");
     CHECK(slice_used(0) == o + 3 * MiB,
           "dlsym: used %llu",
           (unsigned long long)slice_used(0));
-    /* 3. cuGetProcAddress_v2 from dlsym, and the _ptsz variant */
+}
+
+/* Route 3: cuGetProcAddress_v2 found with dlsym, the _ptsz variant, the
+ * legacy variant, and names that must or must not be wrapped. */
+static void route_gpa(void *h, uint64_t o, CUdeviceptr *c)
+{
+    CUdriverProcAddressQueryResult st = -1;
+    void *p = dlsym(h, "cuGetProcAddress_v2"), *q = NULL;
+    gs_async_f async;
     gpa2_f gpa;
-    p = dlsym(h, "cuGetProcAddress_v2");
+
     memcpy(&gpa, &p, sizeof(p));
     CHECK(strcmp(owner(p), "libcrater-gpuslice.so") == 0,
           "dlsym(cuGetProcAddress_v2) from %s",
           owner(p));
-    CUdriverProcAddressQueryResult st = -1;
-    void *q = NULL;
     CHECK(gpa("cuMemAllocAsync",
               &q,
               12000,
@@ -139,13 +139,11 @@ static int route(void)
     CHECK(q == FNPTR(cuMemAllocAsync_ptsz),
           "ptsz wrapper not returned (%s)",
           owner(q));
-    gs_async_f async;
     memcpy(&async, &q, sizeof(q));
-    CHECK(async && async(&c, 4 * MiB, NULL) == CUDA_SUCCESS, "ptsz alloc");
+    CHECK(async && async(c, 4 * MiB, NULL) == CUDA_SUCCESS, "ptsz alloc");
     CHECK(slice_used(0) == o + 7 * MiB,
           "ptsz: used %llu",
           (unsigned long long)slice_used(0));
-    /* legacy variant, cuMemFree through gpa, gpa returning itself */
     CHECK(gpa("cuMemAllocAsync", &q, 12000, 0, NULL) == CUDA_SUCCESS
               && q == FNPTR(cuMemAllocAsync),
           "legacy async wrapper");
@@ -162,6 +160,22 @@ static int route(void)
               && strcmp(owner(q), "libcuda.so.1") == 0,
           "unhooked name must stay the driver's, got %s",
           owner(q));
+}
+
+static int route(void)
+{
+    uint64_t o = env_u64("CRATER_GPUSLICE_CTX_OVERHEAD", 0);
+    CUdeviceptr b = 0, c = 0;
+    void *h, *p;
+
+    context(0);
+    CHECK(slice_used(0) == 0,
+          "used %llu before",
+          (unsigned long long)slice_used(0));
+    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    CHECK(h != NULL, "libcuda.so.1 not loaded");
+    route_direct_dlsym(h, o, &b);
+    route_gpa(h, o, &c);
     CHECK(cuMemFree_v2(b) == CUDA_SUCCESS && cuMemFreeAsync_ptsz(c, NULL) == 0,
           "frees");
     CHECK(slice_used(0) == o + MiB,

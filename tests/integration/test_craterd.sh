@@ -174,6 +174,11 @@ api GET "/api/v1/resources?filter=type:gpu" "$admin"; expect "gpu resources" 200
 uuid=$(jq -r '.items[0].uuid' "$tmp/body")
 api GET "/api/v1/resources/$uuid/capabilities" "$admin"; expect "capabilities" 200 '.memory_bytes > 0 and .sm_count > 0'
 api GET "/api/v1/resources?filter=colour:red" "$admin"; expect "bad filter" 400 '.field == "filter"'
+echo '{"reasn": "typo"}' >"$tmp/c"
+api POST "/api/v1/nodes/$node/cordon" "$admin" "$tmp/c"; expect "cordon body typo" 400 '.code == "EFIELD" and .field == "reasn"'
+echo '{"reason": 5}' >"$tmp/c"
+api POST "/api/v1/nodes/$node/drain" "$admin" "$tmp/c"; expect "reason not a string" 400 '.field == "reason"'
+api GET "/api/v1/nodes/$node" "$admin"; expect "rejected cordon changed nothing" 200 '(.cordoned | not) and (.draining | not)'
 echo '{"reason": "disk replacement"}' >"$tmp/c"
 api POST "/api/v1/nodes/$node/cordon" "$admin" "$tmp/c"; expect cordon 200 '.cordoned and .reason == "disk replacement"'
 api POST "/api/v1/nodes/$node/uncordon" "$admin"; expect uncordon 200 '.cordoned | not'

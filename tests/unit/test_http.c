@@ -440,6 +440,18 @@ START_TEST(router_rejects_bad_patterns)
 }
 END_TEST
 
+/* crater_router_match with the buffers router_match_direct uses: buf
+ * (64 bytes) holds the decoded parameters, allow (32) the Allow list. */
+static int match(crater_router_t *r,
+                 const char *method,
+                 const char *path,
+                 crater_route_match_t *m,
+                 char *buf,
+                 char *allow)
+{
+    return crater_router_match(r, method, path, buf, 64, m, allow, 32);
+}
+
 START_TEST(router_match_direct)
 {
     crater_router_t *r = crater_router_create();
@@ -456,83 +468,20 @@ START_TEST(router_match_direct)
                      0);
     ck_assert_int_eq(crater_router_add(r, "POST", "/a/{x}", h_echo, "p", &err),
                      0);
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "/a/1%41/b/%7e",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     200);
+    ck_assert_int_eq(match(r, "GET", "/a/1%41/b/%7e", &m, buf, allow), 200);
     ck_assert_uint_eq(m.nparams, 2);
     ck_assert_str_eq(m.names[0], "x");
     ck_assert_str_eq(m.values[0], "1A");
     ck_assert_str_eq(m.values[1], "~");
-    ck_assert_int_eq(crater_router_match(r,
-                                         "HEAD",
-                                         "/a/1/b/2",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     200);
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "/a/1",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     405);
+    ck_assert_int_eq(match(r, "HEAD", "/a/1/b/2", &m, buf, allow), 200);
+    ck_assert_int_eq(match(r, "GET", "/a/1", &m, buf, allow), 405);
     ck_assert_str_eq(allow, "POST");
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "/a/%zz",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     400);
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "/a/%00",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     400);
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "/a/%4",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     400);
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "/a//b/c",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
+    ck_assert_int_eq(match(r, "GET", "/a/%zz", &m, buf, allow), 400);
+    ck_assert_int_eq(match(r, "GET", "/a/%00", &m, buf, allow), 400);
+    ck_assert_int_eq(match(r, "GET", "/a/%4", &m, buf, allow), 400);
+    ck_assert_int_eq(match(r, "GET", "/a//b/c", &m, buf, allow),
                      404); /* empty parameter */
-    ck_assert_int_eq(crater_router_match(r,
-                                         "GET",
-                                         "*",
-                                         buf,
-                                         sizeof buf,
-                                         &m,
-                                         allow,
-                                         sizeof allow),
-                     404);
+    ck_assert_int_eq(match(r, "GET", "*", &m, buf, allow), 404);
     crater_router_destroy(r);
 }
 END_TEST
