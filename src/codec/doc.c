@@ -634,22 +634,31 @@ struct diagcap {
     int got;
 };
 
+/* buf is not NUL-terminated (libfyaml passes a length), and sscanf and
+ * strcspn would read past it: parse a bounded, terminated copy. */
 static void diag_output(struct fy_diag *diag,
                         void *user,
                         const char *buf,
                         size_t len)
 {
     struct diagcap *cap = user;
-    const char *e = memmem(buf, len, ": error: ", 9);
-    const char *p;
+    char line[512];
+    const char *e, *p;
     size_t mlen;
 
     (void)diag;
-    if (cap->got || !e)
+    if (cap->got)
+        return;
+    if (len >= sizeof(line))
+        len = sizeof(line) - 1;
+    memcpy(line, buf, len);
+    line[len] = '\0';
+    e = strstr(line, ": error: ");
+    if (!e)
         return;
     mlen = strcspn(e + 9, "\n");
     snprintf(cap->msg, sizeof(cap->msg), "%.*s", (int)mlen, e + 9);
-    for (p = e - 1; p > buf && (isdigit((unsigned char)*p) || *p == ':');)
+    for (p = e > line ? e - 1 : line; p > line && (isdigit((unsigned char)*p) || *p == ':');)
         p--;
     while (p < e && !isdigit((unsigned char)*p))
         p++;
