@@ -658,7 +658,8 @@ static void diag_output(struct fy_diag *diag,
         return;
     mlen = strcspn(e + 9, "\n");
     snprintf(cap->msg, sizeof(cap->msg), "%.*s", (int)mlen, e + 9);
-    for (p = e > line ? e - 1 : line; p > line && (isdigit((unsigned char)*p) || *p == ':');)
+    for (p = e > line ? e - 1 : line;
+         p > line && (isdigit((unsigned char)*p) || *p == ':');)
         p--;
     while (p < e && !isdigit((unsigned char)*p))
         p++;
