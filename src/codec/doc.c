@@ -624,10 +624,12 @@ static int on_event(struct builder *b, struct fy_event *fye)
     }
 }
 
-/* libfyaml reports through a diag object. Its "collect errors" mode leaks
- * in 0.7.12, so instead the output callback keeps the first error
- * ("<source>:LINE:COL: error: MESSAGE") and nothing is ever printed:
- * library code must not write to stderr. */
+/* libfyaml reports through a diag object. Errors are collected, never
+ * printed (library code must not write to stderr): printing also draws the
+ * offending line, and libfyaml 0.7.12 crashes doing that for lines wider
+ * than about 330 columns (fy_diag_error_atom_display, found by the
+ * fuzzer). Messages that are not token reports still reach the output
+ * callback ("<source>:LINE:COL: error: MESSAGE"), which keeps the first. */
 struct diagcap {
     char msg[160];
     int line, col;
@@ -671,6 +673,7 @@ static void diag_output(struct fy_diag *diag,
 static struct fy_diag *quiet_diag(struct diagcap *cap)
 {
     struct fy_diag_cfg dcfg;
+    struct fy_diag *diag;
 
     fy_diag_cfg_default(&dcfg);
     dcfg.fp = NULL;
@@ -678,7 +681,24 @@ static struct fy_diag *quiet_diag(struct diagcap *cap)
     dcfg.user = cap;
     dcfg.colorize = false;
     dcfg.show_source = false;
-    return fy_diag_create(&dcfg);
+    if ((diag = fy_diag_create(&dcfg)))
+        fy_diag_set_collect_errors(diag, true);
+    return diag;
+}
+
+/* The first collected error (it has the token's position), else what the
+ * output callback kept. */
+static void first_error(struct fy_diag *diag, struct diagcap *cap)
+{
+    void *it = NULL;
+    struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+
+    if (!e)
+        return;
+    snprintf(cap->msg, sizeof(cap->msg), "%s", e->msg ? e->msg : "");
+    cap->line = e->line;
+    cap->col = e->column;
+    cap->got = 1;
 }
 
 static int parser_error(struct builder *b, const struct diagcap *cap)
@@ -705,7 +725,8 @@ static int parser_error(struct builder *b, const struct diagcap *cap)
 
 static int run_parser(struct builder *b,
                       struct fy_parser *fyp,
-                      const struct diagcap *cap)
+                      struct fy_diag *diag,
+                      struct diagcap *cap)
 {
     struct fy_event *fye;
     int rc = 0;
@@ -714,8 +735,10 @@ static int run_parser(struct builder *b,
         rc = on_event(b, fye);
         fy_parser_event_free(fyp, fye);
     }
-    if (rc == 0 && fy_parser_get_stream_error(fyp))
+    if (rc == 0 && fy_parser_get_stream_error(fyp)) {
+        first_error(diag, cap);
         rc = parser_error(b, cap);
+    }
     return rc;
 }
 
@@ -730,18 +753,19 @@ static int parse_yaml(crater_doc_t *doc,
         .diag = quiet_diag(&cap),
     };
     struct builder b = {.buf = buf, .doc = doc, .err = err};
-    struct fy_parser *fyp = cfg.diag ? fy_parser_create(&cfg) : NULL;
+    struct fy_parser *fyp;
     int rc;
 
+    fyp = cfg.diag ? fy_parser_create(&cfg) : NULL;
     if (!fyp || fy_parser_set_string(fyp, buf, len) < 0) {
         fy_parser_destroy(fyp);
-        fy_diag_unref(cfg.diag);
+        fy_diag_destroy(cfg.diag);
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     }
-    rc = run_parser(&b, fyp, &cap);
+    rc = run_parser(&b, fyp, cfg.diag, &cap);
     builder_reset(&b);
     fy_parser_destroy(fyp);
-    fy_diag_unref(cfg.diag);
+    fy_diag_destroy(cfg.diag);
     return rc;
 }
 

@@ -147,6 +147,17 @@ START_TEST(yaml_errors_have_lines)
     /* found by fuzz_config: an implicit empty key has no token or mark */
     ck_assert_str_eq(parse_fail("scheduler:\n  : error\n", CRATER_EPARSE),
                      "t.yaml: empty mapping key");
+    /* found by fuzzing: libfyaml 0.7.12 crashes drawing the offending line
+     * of an error when it is wider than about 330 columns */
+    {
+        char wide[2048];
+        snprintf(wide, sizeof(wide), "%400sr\n%800sg:\n", "", "");
+        ck_assert_str_eq(parse_fail(wide, CRATER_EPARSE),
+                         "t.yaml:1:401: invalid multiline plain key");
+    }
+    ck_assert_str_eq(parse_fail("m:\n%\nx\n", CRATER_EPARSE),
+                     "t.yaml:2:2: Unsupported directive");
+    crater_doc_destroy(parse("# c\n%YAML 1.2\n---\na: 1\n"));
 }
 END_TEST
 
