@@ -8,7 +8,9 @@
  * A crater_nvml_t is one nvmlInit_v2 .. nvmlShutdown session. It is not
  * thread-safe: callers serialise (the agent's sampler owns it).
  * Strings written into a crater_gpu_t are malloc'd and belong to the GPU
- * (freed with its node by crater_node_clear()).
+ * (freed with its node by crater_node_clear()). crater_nvml_migs() and
+ * crater_nvml_procs() write into caller-owned arrays and allocate nothing
+ * the caller must free.
  */
 #ifndef CRATER_NVML_H
 #define CRATER_NVML_H
@@ -93,5 +95,28 @@ int crater_nvml_procs(crater_nvml_t *n,
                       size_t max,
                       size_t *count,
                       crater_error_t *err);
+
+/* One MIG device (a compute instance inside a GPU instance) of a GPU in
+ * MIG mode. Plain value, nothing to free. */
+typedef struct crater_nvml_mig {
+    char uuid[96];         /* "MIG-<uuid>", what CUDA_VISIBLE_DEVICES takes */
+    uint64_t memory_bytes; /* the instance's memory (NVML total) */
+    unsigned index;        /* NVML MIG device index under its GPU */
+} crater_nvml_mig_t;
+
+/* The MIG devices the operator created on GPU idx (nvidia-smi mig -cgi
+ * ... -C), in NVML index order; indices without a device are skipped.
+ * Writes at most max entries to out; *count is the number found, which
+ * may be above max. Errors, all CRATER_EUNAVAIL and naming the GPU: the
+ * driver's NVML has no MIG entry points or the GPU does not support MIG;
+ * MIG mode is disabled (or enabled but pending a GPU reset), with the
+ * nvidia-smi commands that fix it. A GPU in MIG mode without instances
+ * is not an error: *count = 0. Other NVML failures: as crater_nvml_gpu. */
+int crater_nvml_migs(crater_nvml_t *n,
+                     unsigned idx,
+                     crater_nvml_mig_t *out,
+                     size_t max,
+                     size_t *count,
+                     crater_error_t *err);
 
 #endif /* CRATER_NVML_H */

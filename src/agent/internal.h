@@ -47,10 +47,11 @@ typedef struct atask {
     int64_t cpu_ms_prev;
     double cpu_millis; /* last measured CPU use */
     uint64_t mem_bytes;
-    char *error;      /* could not start, or killed by the watchdog */
-    char *slice_path; /* /dev/shm slice file of the interposer, or NULL */
-    bool watch;       /* the GPU watchdog checks this task */
-    unsigned strikes; /* consecutive watchdog checks over the slice */
+    char *error;       /* could not start, or killed by the watchdog */
+    char *slice_path;  /* /dev/shm slice file of the interposer, or NULL */
+    bool watch;        /* the GPU watchdog checks this task */
+    unsigned strikes;  /* consecutive watchdog checks over the slice */
+    char mig_uuid[96]; /* isolation: mig: the MIG device it runs on, or "" */
 } atask_t;
 
 struct crater_agent {
@@ -116,5 +117,15 @@ bool agent_slice_over(const uint64_t *used,
                       uint64_t overhead,
                       size_t *which);
 void agent_watchdog(crater_agent_t *a);
+/* isolation: mig: the MIG device for a task that needs need bytes, from
+ * the n devices of its GPU (busy[i]: another task runs on migs[i]; NULL =
+ * none busy): the smallest free one with at least need bytes, or for a
+ * whole-GPU task (whole) the largest free one whatever need says. Ties go
+ * to the lower position. Returns the position in migs, or -1. */
+int agent_mig_pick(const crater_nvml_mig_t *migs,
+                   size_t n,
+                   const bool *busy,
+                   uint64_t need,
+                   bool whole);
 
 #endif /* CRATER_AGENT_INTERNAL_H */

@@ -8,6 +8,12 @@
  * exports). Entry points that older drivers lack are optional: a NULL
  * pointer is treated like NVML_ERROR_FUNCTION_NOT_FOUND.
  *
+ * MIG: a MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex) answers
+ * nvmlDeviceGetUUID ("MIG-...") and nvmlDeviceGetMemoryInfo (the
+ * instance's memory) like a GPU handle, so listing instances needs only
+ * the three MIG entry points. Indices between 0 and the GPU's maximum
+ * without a compute instance answer NVML_ERROR_NOT_FOUND and are skipped.
+ *
  * NVLink peers: a link's remote PCI address names the peer GPU on
  * machines where GPUs are wired to each other; on HGX boards the links
  * end at NVSwitches, and every GPU with an active link to a switch can
@@ -35,6 +41,7 @@ enum {
     NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3,
     NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
     NVML_ERROR_LIBRARY_NOT_FOUND = 12,
@@ -45,6 +52,7 @@ enum {
 #define NVML_LINK_SWITCH 2 /* NVML_NVLINK_DEVICE_TYPE_SWITCH */
 #define NVML_NA (~0ull)    /* NVML_VALUE_NOT_AVAILABLE */
 #define GBPS 1000000000ull
+#define NVML_MIG_SLOTS 64 /* more than any GPU's maximum (7 today) */
 
 typedef struct {
     char bus_id_legacy[16];
@@ -88,6 +96,8 @@ typedef nvml_ret (*f_link)(nvml_dev, unsigned, unsigned *);
 typedef nvml_ret (*f_linkpci)(nvml_dev, unsigned, nvml_pci *);
 typedef nvml_ret (*f_util)(nvml_dev, nvml_util *);
 typedef nvml_ret (*f_procs)(nvml_dev, unsigned *, nvml_procinfo *);
+typedef nvml_ret (*f_migmode)(nvml_dev, unsigned *, unsigned *);
+typedef nvml_ret (*f_mighandle)(nvml_dev, unsigned, nvml_dev *);
 
 struct fns {
     f_void init, shutdown;
@@ -106,6 +116,9 @@ struct fns {
     f_linkpci link_pci;
     f_util util;
     f_procs compute3, compute2, graphics3, graphics2;
+    f_migmode mig_mode;
+    f_devuint mig_max;
+    f_mighandle mig_handle;
 };
 
 struct gpuinfo {
@@ -147,6 +160,9 @@ static int load_fns(crater_nvml_t *n)
     LOAD(compute2, "nvmlDeviceGetComputeRunningProcesses_v2");
     LOAD(graphics3, "nvmlDeviceGetGraphicsRunningProcesses_v3");
     LOAD(graphics2, "nvmlDeviceGetGraphicsRunningProcesses_v2");
+    LOAD(mig_mode, "nvmlDeviceGetMigMode");
+    LOAD(mig_max, "nvmlDeviceGetMaxMigDeviceCount");
+    LOAD(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
     /* required: without these it is not a usable NVML */
     return LOAD(init, "nvmlInit_v2") && LOAD(shutdown, "nvmlShutdown")
                    && LOAD(count, "nvmlDeviceGetCount_v2")
@@ -695,6 +711,103 @@ int crater_nvml_procs(crater_nvml_t *n,
         || one_kind(n, idx, n->f.graphics3, n->f.graphics2, out, max, &c, err)
                < 0)
         return -1;
+    *count = c;
+    return 0;
+}
+
+/* ---- MIG ---- */
+
+/* 0 when GPU idx is in MIG mode, else the error that says how to get
+ * there. */
+static int mig_enabled(crater_nvml_t *n, unsigned idx, crater_error_t *err)
+{
+    unsigned cur = 0, pending = 0;
+    nvml_ret r = NVML_ERROR_NOT_SUPPORTED;
+
+    if (n->f.mig_mode && n->f.mig_max && n->f.mig_handle)
+        r = n->f.mig_mode(n->gpus[idx].dev, &cur, &pending);
+    if (r == NVML_ERROR_NOT_SUPPORTED)
+        return crater_errorf(err,
+                             CRATER_EUNAVAIL,
+                             "GPU %u does not support MIG",
+                             idx);
+    if (r != NVML_SUCCESS)
+        return nverr(n, err, "nvmlDeviceGetMigMode", r);
+    if (cur == 1)
+        return 0;
+    if (pending == 1)
+        return crater_errorf(err,
+                             CRATER_EUNAVAIL,
+                             "GPU %u: MIG mode is pending a GPU reset "
+                             "(nvidia-smi -i %u -r), then create instances "
+                             "(nvidia-smi mig -i %u -cgi <profiles> -C)",
+                             idx,
+                             idx,
+                             idx);
+    return crater_errorf(err,
+                         CRATER_EUNAVAIL,
+                         "GPU %u: MIG mode is disabled; run nvidia-smi -i %u "
+                         "-mig 1, then create instances (nvidia-smi mig -i "
+                         "%u -cgi <profiles> -C)",
+                         idx,
+                         idx,
+                         idx);
+}
+
+/* MIG device slot i of GPU idx into *m; 1 when there is none. */
+static int mig_one(crater_nvml_t *n,
+                   unsigned idx,
+                   unsigned i,
+                   crater_nvml_mig_t *m,
+                   crater_error_t *err)
+{
+    nvml_dev h = NULL;
+    nvml_mem mem = {0};
+    nvml_ret r = n->f.mig_handle(n->gpus[idx].dev, i, &h);
+
+    if (r == NVML_ERROR_NOT_FOUND)
+        return 1;
+    if (r != NVML_SUCCESS)
+        return nverr(n, err, "nvmlDeviceGetMigDeviceHandleByIndex", r);
+    memset(m, 0, sizeof(*m));
+    if ((r = n->f.uuid(h, m->uuid, sizeof(m->uuid))) != NVML_SUCCESS)
+        return nverr(n, err, "nvmlDeviceGetUUID (MIG)", r);
+    if ((r = n->f.mem(h, &mem)) != NVML_SUCCESS)
+        return nverr(n, err, "nvmlDeviceGetMemoryInfo (MIG)", r);
+    m->uuid[sizeof(m->uuid) - 1] = '\0';
+    m->memory_bytes = mem.total;
+    m->index = i;
+    return 0;
+}
+
+int crater_nvml_migs(crater_nvml_t *n,
+                     unsigned idx,
+                     crater_nvml_mig_t *out,
+                     size_t max,
+                     size_t *count,
+                     crater_error_t *err)
+{
+    crater_nvml_mig_t m;
+    unsigned slots = 0;
+    size_t c = 0;
+    nvml_ret r;
+
+    if (check_idx(n, idx, err) < 0)
+        return -1;
+    if ((max && !out) || !count)
+        return crater_errorf(err, CRATER_EINVAL, "no output buffer");
+    if (mig_enabled(n, idx, err) < 0)
+        return -1;
+    if ((r = n->f.mig_max(n->gpus[idx].dev, &slots)) != NVML_SUCCESS)
+        return nverr(n, err, "nvmlDeviceGetMaxMigDeviceCount", r);
+    for (unsigned i = 0; i < slots && i < NVML_MIG_SLOTS; i++) {
+        int rc = mig_one(n, idx, i, &m, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0 && c < max)
+            out[c] = m;
+        c += rc == 0;
+    }
     *count = c;
     return 0;
 }

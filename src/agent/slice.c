@@ -8,8 +8,16 @@
  * allocation past the limit fail with CUDA_ERROR_OUT_OF_MEMORY; "mps":
  * trusted co-located tasks share SMs through an MPS server, which enforces
  * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
- * caps the SMs in proportion to the slice; "none": no enforcement.
- * Whole-GPU tasks need none of this.
+ * caps the SMs in proportion to the slice; "mig": the task runs on one
+ * MIG device of its GPU (CUDA_VISIBLE_DEVICES=MIG-<uuid>), chosen among
+ * those the operator created: the smallest free one that holds the slice,
+ * or the largest free one for a whole-GPU task; the hardware enforces
+ * the memory, so neither interposer nor watchdog; "none": no enforcement.
+ * Whole-GPU tasks need none of this, except in mig mode (a GPU in MIG
+ * mode runs CUDA only on its MIG devices).
+ *
+ * "Free" means no other running task of this agent holds the MIG device
+ * (t->mig_uuid): the agent is the only one starting work on its GPUs.
  *
  * The watchdog, about once a second on machines with NVML, sums the real
  * per-process GPU memory of each task's processes (found through its
@@ -200,6 +208,163 @@ static void mps_env(crater_agent_t *a, atask_t *t, json_t *env)
                 share * 100 < 1 ? 1 : (int)(share * 100 + 0.5));
 }
 
+/* ---- MIG ------------------------------------------------------------- */
+
+#define MIG_MAX 16 /* MIG devices per GPU: 7 on A100/H100/H200 */
+#define MIG_FIELD "resources.gpu.isolation"
+
+int agent_mig_pick(const crater_nvml_mig_t *migs,
+                   size_t n,
+                   const bool *busy,
+                   uint64_t need,
+                   bool whole)
+{
+    int best = -1;
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t m = migs[i].memory_bytes;
+        if ((busy && busy[i]) || (!whole && m < need))
+            continue;
+        if (best < 0
+            || (whole ? m > migs[best].memory_bytes
+                      : m < migs[best].memory_bytes))
+            best = (int)i;
+    }
+    return best;
+}
+
+/* busy[i]: another running task of this agent holds migs[i]. */
+static void mig_busy(const crater_agent_t *a,
+                     const atask_t *t,
+                     const crater_nvml_mig_t *migs,
+                     size_t n,
+                     bool *busy)
+{
+    for (size_t i = 0; i < n; i++) {
+        busy[i] = false;
+        for (size_t k = 0; k < a->ntasks && !busy[i]; k++) {
+            const atask_t *o = a->tasks[k];
+            busy[i] = o != t && o->state == AT_RUNNING
+                      && strcmp(o->mig_uuid, migs[i].uuid) == 0;
+        }
+    }
+}
+
+/* An NVML error, now on the isolation field. */
+static int mig_fail(crater_error_t *err)
+{
+    char text[CRATER_ERROR_TEXT];
+
+    if (!err)
+        return -1;
+    snprintf(text, sizeof(text), "%s", err->text);
+    return crater_errorf_field(err, err->errnum, MIG_FIELD, "%s", text);
+}
+
+/* No MIG device fits: say which there are and which are busy. */
+static int mig_none(const atask_t *t,
+                    const crater_nvml_mig_t *migs,
+                    size_t n,
+                    const bool *busy,
+                    bool whole,
+                    crater_error_t *err)
+{
+    char list[512] = "", need[64] = "";
+    size_t off = 0;
+
+    for (size_t i = 0; i < n && off < sizeof(list); i++)
+        off += (size_t)snprintf(list + off,
+                                sizeof(list) - off,
+                                "%s#%u %" PRIu64 " MiB%s",
+                                i ? ", " : "",
+                                migs[i].index,
+                                migs[i].memory_bytes >> 20,
+                                busy[i] ? " busy" : "");
+    if (!whole)
+        snprintf(need,
+                 sizeof(need),
+                 " with %" PRIu64 " MiB",
+                 t->gpu_bytes[0] >> 20);
+    crater_log(LOG_WARNING,
+               "job %s: no free MIG device%s on GPU %u: %s",
+               t->job,
+               need,
+               t->gpu[0],
+               list);
+    return crater_errorf_field(err,
+                               CRATER_EUNAVAIL,
+                               MIG_FIELD,
+                               "no free MIG device%s on GPU %u (%s)",
+                               need,
+                               t->gpu[0],
+                               list);
+}
+
+static int mig_check(const crater_agent_t *a,
+                     const atask_t *t,
+                     crater_error_t *err)
+{
+    if (t->ngpus != 1)
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   MIG_FIELD,
+                                   "isolation: mig gives a task one MIG "
+                                   "device, so one GPU (CUDA sees one MIG "
+                                   "device per process); this task has %u",
+                                   t->ngpus);
+    if (!a->nvml)
+        return crater_errorf_field(err,
+                                   CRATER_EUNAVAIL,
+                                   MIG_FIELD,
+                                   "isolation: mig needs NVML; this node "
+                                   "has no NVIDIA driver");
+    return 0;
+}
+
+/* Run the task on a MIG device of its one GPU. */
+static int mig_setup(crater_agent_t *a,
+                     atask_t *t,
+                     json_t *task,
+                     json_t *env,
+                     crater_error_t *err)
+{
+    crater_nvml_mig_t migs[MIG_MAX];
+    bool busy[MIG_MAX];
+    size_t n = 0;
+    int k;
+
+    if (mig_check(a, t, err) < 0)
+        return -1;
+    if (crater_nvml_migs(a->nvml, t->gpu[0], migs, MIG_MAX, &n, err) < 0)
+        return mig_fail(err);
+    n = n < MIG_MAX ? n : MIG_MAX;
+    if (n == 0)
+        return crater_errorf_field(err,
+                                   CRATER_EUNAVAIL,
+                                   MIG_FIELD,
+                                   "GPU %u is in MIG mode but has no MIG "
+                                   "devices; create them (nvidia-smi mig "
+                                   "-i %u -cgi <profiles> -C)",
+                                   t->gpu[0],
+                                   t->gpu[0]);
+    mig_busy(a, t, migs, n, busy);
+    k = agent_mig_pick(migs, n, busy, t->gpu_bytes[0], !has_slice(t, task));
+    if (k < 0)
+        return mig_none(t, migs, n, busy, !has_slice(t, task), err);
+    snprintf(t->mig_uuid, sizeof(t->mig_uuid), "%s", migs[k].uuid);
+    json_object_set_new(env, "CUDA_VISIBLE_DEVICES", json_string(t->mig_uuid));
+    t->watch = false; /* the hardware enforces the instance's memory */
+    crater_log(LOG_INFO,
+               "job %s: MIG device %s (%" PRIu64 " MiB) of GPU %u",
+               t->job,
+               t->mig_uuid,
+               migs[k].memory_bytes >> 20,
+               t->gpu[0]);
+    return 0;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
 int agent_slice_setup(crater_agent_t *a,
                       atask_t *t,
                       json_t *task,
@@ -208,14 +373,12 @@ int agent_slice_setup(crater_agent_t *a,
 {
     const char *mode = isolation(task);
 
-    if (!has_slice(t, task) || strcmp(mode, "none") == 0)
+    if (t->ngpus == 0 || strcmp(mode, "none") == 0)
         return 0;
     if (strcmp(mode, "mig") == 0)
-        return crater_errorf_field(err,
-                                   CRATER_EUNAVAIL,
-                                   "resources.gpu.isolation",
-                                   "isolation: mig is not available yet on "
-                                   "this agent (use slice or mps)");
+        return mig_setup(a, t, task, env, err);
+    if (!has_slice(t, task))
+        return 0;
     t->watch = true;
     if (strcmp(mode, "mps") == 0) {
         mps_env(a, t, env);

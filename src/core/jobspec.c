@@ -297,6 +297,13 @@ static int check_gpu(const crater_gpu_req_t *g, crater_error_t *err)
                     "required NVLink needs count >= 2 GPUs per replica "
                     "(count is %u)",
                     g->count);
+    if (g->isolation == CRATER_GPU_ISO_MIG && g->count > 1)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "resources.gpu.isolation",
+                    "isolation: mig runs a task on one MIG device (a CUDA "
+                    "process sees one), so it needs count: 1 (count is %u)",
+                    g->count);
     return 0;
 }
 

@@ -72,7 +72,8 @@ out=$(finished "$id")
 [ "$out" = "0=20544M 25 none" ] && ok || bad "mps env: '$out'"
 id=$(run_job mig 512 "true")
 finished "$id" >/dev/null
-c get job "$id" -o json | jq -e '.state == "failed"' >/dev/null && ok || bad "mig refused at start"
+c get job "$id" -o json | jq -e '.state == "failed" and (.history[-1].reason | test("mig needs NVML"))' >/dev/null \
+    && ok || { bad "mig without NVML fails at start, saying why"; c get job "$id" -o json; }
 
 kill -INT "$up"; wait "$up"; rc=$?; up=""
 [ "$rc" = 0 ] && ok || bad "crater up exit $rc"

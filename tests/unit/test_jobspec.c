@@ -972,6 +972,13 @@ START_TEST(test_validate_contradictions)
                    "resources.gpu.nvlink",
                    "resources.gpu.nvlink: required NVLink needs count >= 2 "
                    "GPUs per replica (count is 1)");
+    validate_fails("resources: {gpu: {count: 2, isolation: mig}}",
+                   NULL,
+                   CRATER_ECONFLICT,
+                   "resources.gpu.isolation",
+                   "resources.gpu.isolation: isolation: mig runs a task on "
+                   "one MIG device (a CUDA process sees one), so it needs "
+                   "count: 1 (count is 2)");
 }
 END_TEST
 

@@ -18,7 +18,27 @@
  * 00000000:<07 + 8i>:00.0 in NVML's uppercase form, utilisation 37+i %,
  * used memory (i+1) GiB, GPU 0 runs compute pid 4242 (1 GiB) and graphics
  * pids 4242 (2 GiB) and 4243 (512 MiB), driver 580.159.04, CUDA 13000.
+ *
+ * MIG (nvmlDeviceGetMigMode, nvmlDeviceGetMaxMigDeviceCount,
+ * nvmlDeviceGetMigDeviceHandleByIndex):
+ *   NVMLSTUB_MIG     "<gpu>=<spec>;<gpu>=<spec>...", spec one of
+ *                    "<MiB>,<MiB>,..." MIG mode on with one MIG device per
+ *                    entry, in index order ("-" leaves that index empty,
+ *                    "" none at all); "off" MIG capable, mode disabled;
+ *                    "pending" disabled, enabled after a reset;
+ *                    "unsupported" not MIG capable.
+ *                    e.g. "0=71680,35840,17920;1=off"
+ * GPUs not listed: MIG capable and disabled when the model names an A100,
+ * A30, H100, H200 or B200, else not capable (NVML_ERROR_NOT_SUPPORTED from
+ * nvmlDeviceGetMigMode). The maximum MIG device count is 7 in MIG mode and
+ * 0 otherwise; an index below 7 without a device answers
+ * NVML_ERROR_NOT_FOUND, 7 and above NVML_ERROR_INVALID_ARGUMENT, and a GPU
+ * not in MIG mode NVML_ERROR_NOT_SUPPORTED. MIG device handles answer
+ * nvmlDeviceGetUUID (MIG-5eed000<gpu>-000<index>-4000-8000-000000000000)
+ * and nvmlDeviceGetMemoryInfo (total = the instance, nothing used); other
+ * entry points answer NVML_ERROR_INVALID_ARGUMENT for them.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +47,11 @@
 #define MAXG 8
 #define NLINKS 18
 #define GIB (1024ull * 1024ull * 1024ull)
+#define MAXMIG 7 /* MIG devices per GPU (A100/H100/H200: 7) */
 
 typedef struct dev {
     unsigned idx;
+    unsigned mig; /* 0: the GPU itself; k + 1: its MIG device k */
 } dev_t_;
 typedef dev_t_ *nvml_dev;
 
@@ -75,6 +97,66 @@ static unsigned long long mem_total = 143771ull * 1024 * 1024;
 static int link_mode; /* 0 direct, 1 switch, 2 none */
 static dev_t_ devs[MAXG];
 
+enum {
+    MIG_UNSUPPORTED = -1,
+    MIG_OFF,
+    MIG_ON,
+    MIG_PENDING
+};
+static int mig_state[MAXG];
+static unsigned long long mig_mib[MAXG][MAXMIG]; /* 0: no device */
+static dev_t_ migdevs[MAXG * MAXMIG];
+
+static int mig_capable(void)
+{
+    static const char *const names[] = {"A100", "A30", "H100", "H200", "B200"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strstr(model, names[i]))
+            return 1;
+    return 0;
+}
+
+/* "71680,-,17920" into mig_mib[g]; "off" etc. into mig_state[g]. */
+static void mig_spec(unsigned g, const char *spec, size_t len)
+{
+    char buf[256], *save = NULL, *tok;
+    unsigned k = 0;
+
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, spec);
+    if (!strcmp(buf, "off") || !strcmp(buf, "pending")
+        || !strcmp(buf, "unsupported")) {
+        mig_state[g] = buf[0] == 'o'   ? MIG_OFF
+                       : buf[0] == 'p' ? MIG_PENDING
+                                       : MIG_UNSUPPORTED;
+        return;
+    }
+    mig_state[g] = MIG_ON;
+    for (tok = strtok_r(buf, ",", &save); tok && k < MAXMIG;
+         tok = strtok_r(NULL, ",", &save), k++)
+        mig_mib[g][k] = strcmp(tok, "-") ? strtoull(tok, NULL, 10) : 0;
+}
+
+static void mig_configure(void)
+{
+    const char *e = getenv("NVMLSTUB_MIG");
+
+    memset(mig_mib, 0, sizeof(mig_mib));
+    for (unsigned g = 0; g < MAXG; g++) {
+        mig_state[g] = mig_capable() ? MIG_OFF : MIG_UNSUPPORTED;
+        for (unsigned k = 0; k < MAXMIG; k++)
+            migdevs[g * MAXMIG + k] = (dev_t_){g, k + 1};
+    }
+    while (e && *e) {
+        const char *end = strchr(e, ';'), *eq = strchr(e, '=');
+        size_t n = end ? (size_t)(end - e) : strlen(e);
+        unsigned g = (unsigned)atoi(e);
+        if (eq && eq < e + n && g < MAXG)
+            mig_spec(g, eq + 1, n - (size_t)(eq + 1 - e));
+        e += n + (end != NULL);
+    }
+}
+
 static void configure(void)
 {
     const char *g = getenv("NVMLSTUB_GPUS"), *m = getenv("NVMLSTUB_MODEL");
@@ -87,6 +169,7 @@ static void configure(void)
     link_mode = !l || !strcmp(l, "direct") ? 0 : !strcmp(l, "switch") ? 1 : 2;
     for (unsigned i = 0; i < MAXG; i++)
         devs[i].idx = i;
+    mig_configure();
 }
 
 EXPORT int nvmlInit_v2(void)
@@ -111,6 +194,7 @@ EXPORT const char *nvmlErrorString(int r)
                                     "Invalid Argument",
                                     "Not Supported"};
     return r >= 0 && r < 4     ? s[r]
+           : r == NOT_FOUND    ? "Not Found"
            : r == INSUFFICIENT ? "Insufficient Size"
                                : "Unknown Error";
 }
@@ -128,6 +212,25 @@ static int chk(nvml_dev d, const void *p)
 static int chk_dev(nvml_dev d, const void *p)
 {
     return !refs ? UNINIT : !d ? INVALID : chk(d, p);
+}
+
+/* d is a MIG device handle that exists now. */
+static int mig_valid(nvml_dev d)
+{
+    uintptr_t p = (uintptr_t)d, lo = (uintptr_t)migdevs;
+
+    if (p < lo || p >= lo + sizeof(migdevs) || (p - lo) % sizeof(*d))
+        return 0;
+    return d->idx < ngpus && mig_state[d->idx] == MIG_ON
+           && mig_mib[d->idx][d->mig - 1] > 0;
+}
+
+/* chk_dev, and MIG device handles are good too. */
+static int chk_any(nvml_dev d, const void *p)
+{
+    if (refs && d && mig_valid(d))
+        return p ? OK : INVALID;
+    return chk_dev(d, p);
 }
 
 EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
@@ -161,11 +264,21 @@ static int put(char *buf, unsigned len, const char *s)
 EXPORT int nvmlDeviceGetUUID(nvml_dev d, char *buf, unsigned len)
 {
     char s[64];
-    int r = chk_dev(d, buf);
+    int r = chk_any(d, buf);
 
     if (r != OK)
         return r;
-    snprintf(s, sizeof(s), "GPU-5eed0000-0000-4000-8000-00000000000%u", d->idx);
+    if (d->mig)
+        snprintf(s,
+                 sizeof(s),
+                 "MIG-5eed%04u-%04u-4000-8000-000000000000",
+                 d->idx,
+                 d->mig - 1);
+    else
+        snprintf(s,
+                 sizeof(s),
+                 "GPU-5eed0000-0000-4000-8000-00000000000%u",
+                 d->idx);
     return put(buf, len, s);
 }
 
@@ -199,10 +312,16 @@ EXPORT int nvmlDeviceGetPciInfo_v3(nvml_dev d, nvml_pci *p)
 
 EXPORT int nvmlDeviceGetMemoryInfo(nvml_dev d, nvml_mem *m)
 {
-    int r = chk_dev(d, m);
+    int r = chk_any(d, m);
 
     if (r != OK)
         return r;
+    if (d->mig) {
+        m->total = mig_mib[d->idx][d->mig - 1] << 20;
+        m->used = 0;
+        m->free = m->total;
+        return OK;
+    }
     m->total = mem_total;
     m->used = (d->idx + 1) * GIB;
     m->free = m->total - m->used;
@@ -374,4 +493,46 @@ EXPORT int nvmlSystemGetCudaDriverVersion_v2(int *v)
     if (r == OK)
         *v = 13000;
     return r;
+}
+
+EXPORT int nvmlDeviceGetMigMode(nvml_dev d, unsigned *cur, unsigned *pending)
+{
+    int r = chk_dev(d, cur);
+
+    if (r == OK && !pending)
+        r = INVALID;
+    if (r != OK)
+        return r;
+    if (mig_state[d->idx] == MIG_UNSUPPORTED)
+        return NOT_SUPPORTED;
+    *cur = mig_state[d->idx] == MIG_ON;
+    *pending = mig_state[d->idx] != MIG_OFF;
+    return OK;
+}
+
+EXPORT int nvmlDeviceGetMaxMigDeviceCount(nvml_dev d, unsigned *count)
+{
+    int r = chk_dev(d, count);
+
+    if (r == OK)
+        *count = mig_state[d->idx] == MIG_ON ? MAXMIG : 0;
+    return r;
+}
+
+EXPORT int nvmlDeviceGetMigDeviceHandleByIndex(nvml_dev d,
+                                               unsigned i,
+                                               nvml_dev *out)
+{
+    int r = chk_dev(d, out);
+
+    if (r != OK)
+        return r;
+    if (mig_state[d->idx] != MIG_ON)
+        return NOT_SUPPORTED;
+    if (i >= MAXMIG)
+        return INVALID;
+    if (!mig_mib[d->idx][i])
+        return NOT_FOUND;
+    *out = &migdevs[d->idx * MAXMIG + i];
+    return OK;
 }
