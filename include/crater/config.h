@@ -76,6 +76,7 @@ typedef struct crater_config {
         char *data_dir;          /* server.dataDir, "./var" */
         uint64_t max_body_bytes; /* server.maxBodySize */
         uint64_t decision_log_retention_ms; /* server.decisionLogRetention */
+        uint64_t job_retention_ms;          /* server.jobRetention */
     } server;
     struct {
         crater_store_backend_t backend; /* store.backend */

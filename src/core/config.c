@@ -237,6 +237,12 @@ static const row_t rows[] = {
  NULL, "How long scheduling decisions are kept (30 days leaves time to "
  "investigate intermittent failures)."},
 
+{"server.jobRetention", T_DURATION, F(server.job_retention_ms), "7d",
+ 1e3, 3650 * DAY_MS, 0, NULL, NULL,
+ "How long a finished job (succeeded, failed, cancelled) stays visible, "
+ "with its events and logs, before craterd forgets it; a job still named "
+ "in a waiting job's \"after\" is kept."},
+
 {"store.backend", T_ENUM, F(store.backend), "sqlite", 0, 0, 0, backend_names,
  NULL, "Where the control plane keeps its state: sqlite (embedded, under "
  "dataDir) or etcd (replicated; designed, not in this release: craterd "

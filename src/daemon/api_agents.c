@@ -185,7 +185,8 @@ static void job_exited(crater_daemon_t *d, djob_t *j, json_t *t)
     int code = (int)json_integer_value(json_object_get(t, "exit_code"));
     int sig = (int)json_integer_value(json_object_get(t, "signal"));
     bool oom = json_is_true(json_object_get(t, "oom"));
-    char reason[128];
+    const char *why = json_string_value(json_object_get(t, "error"));
+    char reason[256];
 
     j->exit_code = code;
     j->exit_signal = sig;
@@ -210,7 +211,9 @@ static void job_exited(crater_daemon_t *d, djob_t *j, json_t *t)
         job_set_state(d, j, JS_CANCELLED, "cancelled; stopped by its agent");
         return;
     }
-    if (oom)
+    if (why && *why) /* could not start, or killed by the GPU watchdog */
+        snprintf(reason, sizeof(reason), "%s", why);
+    else if (oom)
         snprintf(reason,
                  sizeof(reason),
                  "OOM-killed: exceeded its memory limit");

@@ -251,6 +251,14 @@ void loop_kick(crater_daemon_t *d);                   /* under d->mu */
 void loop_capacity_changed(crater_daemon_t *d);       /* under d->mu */
 void declog_write(crater_daemon_t *d, json_t *entry); /* steals entry */
 
+/* ---- retention.c ----------------------------------------------------------
+ */
+/* Forget finished jobs older than server.jobRetention; returns how many.
+ * Under d->mu, scheduler thread. */
+size_t jobs_expire(crater_daemon_t *d, int64_t now);
+/* How often to call it: a minute, or a quarter of the retention if less. */
+int64_t jobs_expire_every(const crater_daemon_t *d);
+
 /* ---- tenants / tokens (access.c) ------------------------------------------
  */
 dtenant_t *tenant_find(crater_daemon_t *d, const char *name);

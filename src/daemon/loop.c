@@ -499,7 +499,7 @@ static void sched_pass(crater_daemon_t *d)
 static void *sched_main(void *arg)
 {
     crater_daemon_t *d = arg;
-    int64_t next_tick = 0;
+    int64_t next_tick = 0, next_expire = 0;
     struct timespec ts;
 
     pthread_mutex_lock(&d->mu);
@@ -512,6 +512,10 @@ static void *sched_main(void *arg)
             }
             node_health_tick(d, now);
             node_poll_tick(d, now);
+            if (now >= next_expire) {
+                jobs_expire(d, now);
+                next_expire = now + jobs_expire_every(d);
+            }
             next_tick = now + TICK_MS;
         }
         if (d->dirty) {
