@@ -12,12 +12,15 @@
  * mean over seeds next to the paper's cached numbers (fgd_expected.md in
  * the same directory) and the difference. Progress goes to stderr.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "crater/fgd.h"
@@ -694,6 +697,15 @@ static int sim_compare(int argc, char **argv)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (!dir) {
         fprintf(stderr, "crater: openb data not found: set CRATER_OPENB_DIR\n");
+        return CLI_EXIT_USAGE;
+    }
+    /* before the long run, not after it */
+    if (c.plotdir && mkdir(c.plotdir, 0777) < 0
+        && access(c.plotdir, W_OK) < 0) {
+        fprintf(stderr,
+                "crater: --plot %s: cannot create or write: %s\n",
+                c.plotdir,
+                strerror(errno));
         return CLI_EXIT_USAGE;
     }
     json_t *rows = json_array();

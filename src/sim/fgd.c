@@ -164,6 +164,25 @@ static void run_free(struct run *r)
     free(r->order);
 }
 
+/* The artifact sorts the nodes by name and renames node i to
+ * "%04d-<name>" with rand.Perm(n)[i] (simulator.go,
+ * syncClusterResourceList, seeded with the run's seed), and its selectHost
+ * gives equal scores to the smallest name: ties go to the first node of a
+ * seeded random permutation, not of the file. Shuffling the nodes with the
+ * seed makes our lowest node id play that role (statistically: this is
+ * splitmix64, not Go's math/rand). Without it our FGD was 0.9 points under
+ * the paper on cpu200, whose file starts with 22 small 2-GPU nodes that the
+ * CPU-only pods' tied scores piled onto. */
+static void shuffle_nodes(crater_trace_node_t *v, size_t n, uint64_t st)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(crater_splitmix64(&st) % i);
+        crater_trace_node_t t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}
+
 /* Milli mode: 1000 units per GPU, exact shares, no overheads. */
 static int make_sched(struct run *r,
                       const crater_trace_node_t *nodes,
@@ -182,6 +201,7 @@ static int make_sched(struct run *r,
     for (size_t i = 0; i < n; i++)
         if (nodes[i].gpus)
             gpu[k++] = nodes[i];
+    shuffle_nodes(gpu, k, r->rng_policy ^ 0x243f6a8885a308d3ull);
     rc = crater_openb_cluster(gpu, k, kb, 1, &r->cluster, err);
     free(gpu);
     if (rc < 0 || crater_config_defaults(&r->cfg) < 0)
