@@ -522,6 +522,7 @@ static int open_parts(crater_agent_t *a,
         return -1;
     if (!o->hardware)
         a->nvml = crater_nvml_open(NULL, &nerr);
+    agent_ctx_overheads(a); /* before the threads: it forks */
     return task_user(a, err);
 }
 

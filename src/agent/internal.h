@@ -73,6 +73,9 @@ struct crater_agent {
     crater_cgroups_t *cg;
     crater_sampler_t *sampler;
     crater_nvml_t *nvml;
+    /* What a CUDA context costs on each GPU, measured at start
+     * (ctxprobe.c); 0 = not measured: scheduler.gpuContextOverhead. */
+    uint64_t ctx_overhead[CRATER_MAX_GPUS_PER_NODE];
 
     uint64_t seq;      /* work channel position */
     uint32_t instance; /* random per start: task cgroups of two agents
@@ -127,5 +130,47 @@ int agent_mig_pick(const crater_nvml_mig_t *migs,
                    const bool *busy,
                    uint64_t need,
                    bool whole);
+
+/* ctxprobe.c: what a CUDA context costs, measured.
+ * agent_ctx_measure: a forked child loads cuda_lib (NULL =
+ * "libcuda.so.1") with dlopen, makes the primary context current on the
+ * CUDA device whose UUID is gpu_uuid (NVML's "GPU-..." form) and allocates
+ * 2 MiB; *bytes = the child's memory on NVML GPU gpu_idx minus those
+ * 2 MiB (not below 0). The child is reaped before it returns. Errors:
+ * CRATER_ENOENT (cuda_lib cannot be loaded, or no CUDA device has the
+ * UUID), CRATER_EIO (a CUDA call failed: its name and code are in the
+ * text; the child died), CRATER_EUNAVAIL (not ready within 30 s, or NVML
+ * does not list the child), CRATER_EPERM (NVML lists it without memory),
+ * CRATER_EINVAL (bad UUID). Call it while the process has no other
+ * threads (the child calls dlopen after fork). */
+int agent_ctx_measure(crater_nvml_t *nvml,
+                      unsigned gpu_idx,
+                      const char *gpu_uuid,
+                      const char *cuda_lib,
+                      uint64_t *bytes,
+                      crater_error_t *err);
+/* The cache file, a JSON object {"<model>|<driver>": bytes}.
+ * agent_ctx_cache_get: 1 and *bytes when path holds key, 0 when the file
+ * or the key is absent, -1 when the file is not such an object.
+ * agent_ctx_cache_put: set key (other keys kept; an unreadable file is
+ * replaced), written to path.tmp and renamed. */
+int agent_ctx_cache_get(const char *path,
+                        const char *key,
+                        uint64_t *bytes,
+                        crater_error_t *err);
+int agent_ctx_cache_put(const char *path,
+                        const char *key,
+                        uint64_t bytes,
+                        crater_error_t *err);
+/* At start, after NVML opens (nothing without a->nvml): fill
+ * a->ctx_overhead for every GPU, once per GPU model (measured on its
+ * first GPU, or read from DATA_DIR/gpu-context-overhead.json under
+ * "<model>|<driver version>"), and log the figure per model, with a
+ * warning when it exceeds scheduler.gpuContextOverhead. $CRATER_CUDA_LIB
+ * names the CUDA driver to load. Failures are warnings. Returns the
+ * number of GPUs with a measured figure. */
+int agent_ctx_overheads(crater_agent_t *a);
+/* GPU gpu's measured context overhead, else the configured one. */
+uint64_t agent_ctx_overhead(const crater_agent_t *a, uint32_t gpu);
 
 #endif /* CRATER_AGENT_INTERNAL_H */

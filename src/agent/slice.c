@@ -146,6 +146,20 @@ static void setenv_json(json_t *env, const char *k, const char *fmt, ...)
     json_object_set_new(env, k, json_string(buf));
 }
 
+/* The context overhead the interposer charges per process and GPU: one
+ * figure for the task, the largest of its GPUs' (measured at agent start,
+ * else scheduler.gpuContextOverhead). */
+static uint64_t task_overhead(const crater_agent_t *a, const atask_t *t)
+{
+    uint64_t max = 0;
+
+    for (uint32_t i = 0; i < t->ngpus; i++) {
+        uint64_t o = agent_ctx_overhead(a, t->gpu[i]);
+        max = o > max ? o : max;
+    }
+    return max;
+}
+
 static int slice_env(crater_agent_t *a,
                      atask_t *t,
                      json_t *task,
@@ -154,7 +168,7 @@ static int slice_env(crater_agent_t *a,
 {
     const char *lib = agent_gpuslice_lib();
     const char *pre = json_string_value(json_object_get(env, "LD_PRELOAD"));
-    uint64_t overhead = a->cfg ? a->cfg->scheduler.gpu_context_overhead : 0;
+    uint64_t overhead = task_overhead(a, t);
 
     if (write_slice_file(a, t, task, err) < 0)
         return -1;
@@ -467,9 +481,28 @@ static void strike(crater_agent_t *a,
     task_stop(a, t, 0);
 }
 
+/* agent_slice_over, each GPU with its own context overhead. */
+static bool task_over(const crater_agent_t *a,
+                      const atask_t *t,
+                      const uint64_t *used,
+                      size_t *which)
+{
+    size_t unused;
+
+    for (uint32_t i = 0; i < t->ngpus; i++)
+        if (agent_slice_over(&used[i],
+                             &t->gpu_bytes[i],
+                             1,
+                             agent_ctx_overhead(a, t->gpu[i]),
+                             &unused)) {
+            *which = i;
+            return true;
+        }
+    return false;
+}
+
 void agent_watchdog(crater_agent_t *a)
 {
-    uint64_t overhead = a->cfg ? a->cfg->scheduler.gpu_context_overhead : 0;
     uint64_t used[CRATER_MAX_GPUS_PER_NODE];
     size_t g;
 
@@ -480,7 +513,7 @@ void agent_watchdog(crater_agent_t *a)
         if (t->state != AT_RUNNING || !t->watch || t->stop_requested)
             continue;
         measure_task(a, t, used);
-        if (agent_slice_over(used, t->gpu_bytes, t->ngpus, overhead, &g))
+        if (task_over(a, t, used, &g))
             strike(a, t, used, g);
         else
             t->strikes = 0;

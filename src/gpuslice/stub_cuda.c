@@ -15,14 +15,30 @@
  * Environment (read at cuInit): STUB_CUDA_MEM bytes per device (default
  * 1 GiB), STUB_CUDA_DEVICES count (default 2, at most 8). Device d has
  * UUID 53545542-0000-4000-8000-0000000000dd ("STUB" then d), which
- * NVML would print as GPU-53545542-0000-4000-8000-0000000000dd.
+ * NVML would print as GPU-53545542-0000-4000-8000-0000000000dd, unless
+ * STUB_CUDA_UUIDS="GPU-...,GPU-..." (NVML's form) names the UUIDs of
+ * devices 0, 1, ... (devices not named keep the default).
  * cuGetProcAddress resolves every entry point here by family name,
  * version and per-thread-default-stream flag like the driver.
+ *
+ * What NVML would see, for the stub NVML (tests/data/nvmlstub,
+ * NVMLSTUB_PROCS_DIR): with STUB_CUDA_NVML_DIR=DIR, while this process
+ * holds a context on device d (cuDevicePrimaryCtxRetain until the
+ * matching cuDevicePrimaryCtxRelease_v2, or cuCtxCreate_v2), the file
+ * DIR/<NVML uuid>.<pid> holds the bytes it uses there in decimal: the
+ * context, STUB_CUDA_CTX_BYTES (default 300 MiB), plus its live
+ * allocations on d; rewritten (by rename) at every allocation and free,
+ * removed at the last release and at exit (not at _exit: the stub NVML
+ * ignores files of pids that no longer exist). The context's bytes are
+ * not taken from STUB_CUDA_MEM: cuMemGetInfo_v2 and out-of-memory are as
+ * without it.
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda_types.h"
 
@@ -52,6 +68,10 @@ static uint64_t next_handle = 0x1000;
 static live_t live[MAX_LIVE];
 static struct CUctx_st primary[MAX_DEV];
 static _Thread_local CUcontext current;
+static unsigned char uuids[MAX_DEV][16];
+static char nvml_dir[2048]; /* "": no per-process files */
+static uint64_t ctx_bytes = 300ULL << 20;
+static int held[MAX_DEV]; /* contexts this process holds on the device */
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
@@ -61,15 +81,135 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
     return strtoull(s, NULL, 10);
 }
 
+/* "GPU-5eed0000-0000-4000-8000-000000000000": 32 hex digits, dashes
+ * anywhere. 0 when s holds one (then *end is after it), -1 otherwise. */
+static int uuid_parse(const char *s, unsigned char out[16], const char **end)
+{
+    int nib = 0;
+
+    if (strncmp(s, "GPU-", 4) == 0)
+        s += 4;
+    memset(out, 0, 16);
+    for (; *s && *s != ',' && nib < 32; s++) {
+        int v = *s >= '0' && *s <= '9'   ? *s - '0'
+                : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+                : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+                                         : -1;
+        if (*s == '-')
+            continue;
+        if (v < 0)
+            return -1;
+        out[nib / 2] |= (unsigned char)(nib % 2 ? v : v << 4);
+        nib++;
+    }
+    *end = s;
+    return nib == 32 ? 0 : -1;
+}
+
+static void uuid_format(int dev, char *buf, size_t size)
+{
+    const unsigned char *u = uuids[dev];
+
+    snprintf(buf,
+             size,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+             "%02x%02x%02x%02x%02x%02x",
+             u[0],
+             u[1],
+             u[2],
+             u[3],
+             u[4],
+             u[5],
+             u[6],
+             u[7],
+             u[8],
+             u[9],
+             u[10],
+             u[11],
+             u[12],
+             u[13],
+             u[14],
+             u[15]);
+}
+
+/* Default UUIDs, then those STUB_CUDA_UUIDS names. */
+static void uuids_init(void)
+{
+    static const unsigned char base[16] =
+        {0x53, 0x54, 0x55, 0x42, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0};
+    const char *s = getenv("STUB_CUDA_UUIDS");
+
+    for (int d = 0; d < MAX_DEV; d++) {
+        memcpy(uuids[d], base, 16);
+        uuids[d][15] = (unsigned char)d;
+    }
+    for (int d = 0; s && *s && d < MAX_DEV; d++) {
+        unsigned char u[16];
+        if (uuid_parse(s, u, &s) == 0)
+            memcpy(uuids[d], u, 16);
+        while (*s && *s != ',')
+            s++;
+        s += *s == ',';
+    }
+}
+
+/* DIR/<uuid>.<pid>: what this process uses on dev (lock held). */
+static void nvml_file(int dev)
+{
+    char path[2200], tmp[2200], uuid[48];
+    FILE *f;
+
+    if (!nvml_dir[0])
+        return;
+    uuid_format(dev, uuid, sizeof(uuid));
+    snprintf(path, sizeof(path), "%s/%s.%d", nvml_dir, uuid, (int)getpid());
+    if (held[dev] <= 0) {
+        unlink(path);
+        return;
+    }
+    snprintf(tmp, sizeof(tmp), "%s/.%s.%d", nvml_dir, uuid, (int)getpid());
+    if (!(f = fopen(tmp, "w")))
+        return;
+    fprintf(f, "%llu\n", (unsigned long long)(ctx_bytes + used[dev]));
+    if (fclose(f) == 0)
+        rename(tmp, path);
+    else
+        unlink(tmp);
+}
+
+/* Contexts held on dev: +1 or -1, and the file follows. */
+static void hold(int dev, int delta)
+{
+    pthread_mutex_lock(&lock);
+    held[dev] += held[dev] + delta >= 0 ? delta : 0;
+    nvml_file(dev);
+    pthread_mutex_unlock(&lock);
+}
+
+__attribute__((destructor)) static void stub_fini(void)
+{
+    pthread_mutex_lock(&lock);
+    for (int d = 0; d < MAX_DEV; d++)
+        if (held[d] > 0) {
+            held[d] = 0;
+            nvml_file(d);
+        }
+    pthread_mutex_unlock(&lock);
+}
+
 EXPORT CUresult cuInit(unsigned flags)
 {
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
     if (!initialized) {
+        const char *dir = getenv("STUB_CUDA_NVML_DIR");
         mem = env_u64("STUB_CUDA_MEM", 1ULL << 30);
         uint64_t n = env_u64("STUB_CUDA_DEVICES", 2);
         ndev = n > MAX_DEV ? MAX_DEV : (int)n;
+        ctx_bytes = env_u64("STUB_CUDA_CTX_BYTES", 300ULL << 20);
+        snprintf(nvml_dir, sizeof(nvml_dir), "%s", dir ? dir : "");
+        uuids_init();
         for (int d = 0; d < MAX_DEV; d++) {
             primary[d].dev = d;
             next_addr[d] = 0x700000000000ULL + ((uint64_t)d << 40);
@@ -118,13 +258,10 @@ EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 
 EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    static const unsigned char base[16] =
-        {0x53, 0x54, 0x55, 0x42, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0};
     CUresult rc = check_dev(uuid, dev);
     if (rc != CUDA_SUCCESS)
         return rc;
-    memcpy(uuid->bytes, base, 16);
-    uuid->bytes[15] = (char)dev;
+    memcpy(uuid->bytes, uuids[dev], 16);
     return CUDA_SUCCESS;
 }
 
@@ -144,14 +281,19 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
     CUresult rc = check_dev(ctx, dev);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *ctx = &primary[dev];
+        hold(dev, 1);
+    }
     return rc;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    return check_dev(&dev, dev);
+    CUresult rc = check_dev(&dev, dev);
+    if (rc == CUDA_SUCCESS)
+        hold(dev, -1);
+    return rc;
 }
 
 EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev)
@@ -162,6 +304,7 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev)
     (void)flags;
     *ctx = &primary[dev];
     current = *ctx;
+    hold(dev, 1);
     return CUDA_SUCCESS;
 }
 
@@ -224,6 +367,7 @@ static CUresult take(int dev,
         }
         live[i] = (live_t){*key, bytes, dev, handle};
         used[dev] += bytes;
+        nvml_file(dev);
         rc = CUDA_SUCCESS;
         break;
     }
@@ -242,6 +386,7 @@ static CUresult give(uint64_t key, int handle)
             continue;
         used[live[i].dev] -= live[i].bytes;
         live[i].key = 0;
+        nvml_file(live[i].dev);
         rc = CUDA_SUCCESS;
         break;
     }

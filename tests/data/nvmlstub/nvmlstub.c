@@ -19,6 +19,14 @@
  * used memory (i+1) GiB, GPU 0 runs compute pid 4242 (1 GiB) and graphics
  * pids 4242 (2 GiB) and 4243 (512 MiB), driver 580.159.04, CUDA 13000.
  *
+ * Processes of the stub libcuda (src/gpuslice/stub_cuda.c, which writes
+ * them with STUB_CUDA_NVML_DIR):
+ *   NVMLSTUB_PROCS_DIR  the compute process lists of a GPU also hold one
+ *                    entry per file DIR/<the GPU's uuid>.<pid> whose pid
+ *                    exists (kill(pid, 0)), its usedGpuMemory the decimal
+ *                    number in the file (at most 64 per GPU). Read at every
+ *                    call, like the driver's live view.
+ *
  * MIG (nvmlDeviceGetMigMode, nvmlDeviceGetMaxMigDeviceCount,
  * nvmlDeviceGetMigDeviceHandleByIndex):
  *   NVMLSTUB_MIG     "<gpu>=<spec>;<gpu>=<spec>...", spec one of
@@ -38,6 +46,9 @@
  * and nvmlDeviceGetMemoryInfo (total = the instance, nothing used); other
  * entry points answer NVML_ERROR_INVALID_ARGUMENT for them.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +59,7 @@
 #define NLINKS 18
 #define GIB (1024ull * 1024ull * 1024ull)
 #define MAXMIG 7 /* MIG devices per GPU (A100/H100/H200: 7) */
+#define MAXFILEPROCS 64
 
 typedef struct dev {
     unsigned idx;
@@ -94,7 +106,8 @@ static int refs;
 static unsigned ngpus = 2;
 static char model[96] = "NVIDIA H200";
 static unsigned long long mem_total = 143771ull * 1024 * 1024;
-static int link_mode; /* 0 direct, 1 switch, 2 none */
+static int link_mode;        /* 0 direct, 1 switch, 2 none */
+static char procs_dir[2048]; /* NVMLSTUB_PROCS_DIR, "" for none */
 static dev_t_ devs[MAXG];
 
 enum {
@@ -167,6 +180,8 @@ static void configure(void)
     snprintf(model, sizeof(model), "%s", m ? m : "NVIDIA H200");
     mem_total = b ? strtoull(b, NULL, 10) : 143771ull * 1024 * 1024;
     link_mode = !l || !strcmp(l, "direct") ? 0 : !strcmp(l, "switch") ? 1 : 2;
+    l = getenv("NVMLSTUB_PROCS_DIR");
+    snprintf(procs_dir, sizeof(procs_dir), "%s", l ? l : "");
     for (unsigned i = 0; i < MAXG; i++)
         devs[i].idx = i;
     mig_configure();
@@ -429,24 +444,67 @@ EXPORT int nvmlDeviceGetUtilizationRates(nvml_dev d, nvml_util *u)
     return r;
 }
 
+/* The stub libcuda's processes on GPU idx: files <uuid>.<pid> in
+ * procs_dir whose pid exists. Appended to out (room for max). */
+static unsigned file_procs(unsigned idx, nvml_procinfo *out, unsigned max)
+{
+    char uuid[64], path[2400];
+    struct dirent *e;
+    unsigned n = 0;
+    size_t ul;
+    DIR *dir;
+
+    if (!procs_dir[0] || !(dir = opendir(procs_dir)))
+        return 0;
+    snprintf(uuid,
+             sizeof(uuid),
+             "GPU-5eed0000-0000-4000-8000-00000000000%u",
+             idx);
+    ul = strlen(uuid);
+    while (n < max && (e = readdir(dir))) {
+        unsigned long long used = 0;
+        unsigned long pid;
+        char *end;
+        FILE *f;
+        if (strncmp(e->d_name, uuid, ul) != 0 || e->d_name[ul] != '.')
+            continue;
+        pid = strtoul(e->d_name + ul + 1, &end, 10);
+        if (*end || pid == 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", procs_dir, e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue; /* gone since readdir */
+        if (fscanf(f, "%llu", &used) == 1)
+            out[n++] = (nvml_procinfo){(unsigned)pid, used, 0, 0};
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
 static int procs(nvml_dev d, unsigned *count, nvml_procinfo *p, int gfx)
 {
     static const nvml_procinfo compute[] = {{4242, GIB, 0, 0}};
     static const nvml_procinfo graphics[] = {{4242, 2 * GIB, 0, 0},
                                              {4243, GIB / 2, 0, 0}};
-    const nvml_procinfo *src = gfx ? graphics : compute;
-    unsigned n = d && d->idx == 0 ? (gfx ? 2 : 1) : 0;
+    nvml_procinfo all[2 + MAXFILEPROCS];
+    unsigned n;
     int r = chk_dev(d, count);
 
     if (r != OK)
         return r;
+    n = d->idx == 0 ? (gfx ? 2 : 1) : 0;
+    memcpy(all, gfx ? graphics : compute, n * sizeof(*all));
+    if (!gfx)
+        n += file_procs(d->idx, all + n, MAXFILEPROCS);
     if (*count < n) {
         *count = n;
         return INSUFFICIENT;
     }
     if (n && !p)
         return INVALID;
-    memcpy(p, src, n * sizeof(*p));
+    if (n)
+        memcpy(p, all, n * sizeof(*p));
     *count = n;
     return OK;
 }
