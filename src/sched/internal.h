@@ -294,6 +294,7 @@ struct sched_ctx {
     uint64_t need, have;
     int unit;      /* enum sched_unit: how need/have print */
     double pscore; /* set by a policy's pick_gpus for its score */
+    double raw;    /* sched__eval: the score before the first-fit bias */
 };
 
 enum sched_unit {
@@ -350,6 +351,10 @@ typedef struct sched_policy_ops {
     bool random_ties;
     bool uniform; /* every feasible node scores the same: place.c may
                      draw nodes uniformly and take the first that fits */
+    /* First fit: a node's score is lowered by order_bias(s) x node id /
+     * node count, so that near-equal nodes fill in id order (NULL: 0).
+     * Applied by sched__eval(), outside the class memo (place.c). */
+    double (*order_bias)(const crater_sched_t *s);
 } sched_policy_ops_t;
 
 void sched__policy_init(crater_sched_t *s, const char *name);

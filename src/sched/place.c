@@ -52,7 +52,17 @@ double sched__plugin_score(const struct sched_ctx *c)
     return total;
 }
 
-/* Run every filter; on success score the reservation. */
+/* The policy's first-fit bias of node (policy.h: order_bias). */
+static double order_bias(const crater_sched_t *s, uint32_t node)
+{
+    double w =
+        s->policy && s->policy->order_bias ? s->policy->order_bias(s) : 0;
+
+    return w && s->n ? w * (double)node / (double)s->n : 0;
+}
+
+/* Run every filter; on success score the reservation, less the policy's
+ * first-fit bias. */
 int sched__eval(crater_sched_t *s,
                 uint32_t node,
                 const crater_request_t *r,
@@ -62,8 +72,9 @@ int sched__eval(crater_sched_t *s,
     for (const sched_filter_ops_t *const *f = sched__filters; *f; f++)
         if ((*f)->filter(c) < 0)
             return -1;
-    c->p.score = c->s->policy && c->s->policy->score ? c->s->policy->score(c)
-                                                     : sched__plugin_score(c);
+    c->raw = c->s->policy && c->s->policy->score ? c->s->policy->score(c)
+                                                 : sched__plugin_score(c);
+    c->p.score = c->raw - order_bias(s, node);
     return 0;
 }
 
@@ -225,9 +236,13 @@ static int class_eval(crater_sched_t *s,
     uint32_t i;
     int ok;
 
+    /* the memo holds scores without the first-fit bias: the class's
+     * lowest node id changes as nodes join and leave it */
+    double bias = order_bias(s, k->members[0]);
+
     for (i = 0; key && i < CLASS_MEMO; i++) {
         if (k->memo_key[i] == key) {
-            *score = k->memo_score[i];
+            *score = k->memo_score[i] - bias;
             return k->memo_ok >> i & 1 ? 0 : -1;
         }
     }
@@ -237,7 +252,7 @@ static int class_eval(crater_sched_t *s,
         i = k->memo_next;
         k->memo_next = (uint8_t)((i + 1) % CLASS_MEMO);
         k->memo_key[i] = key;
-        k->memo_score[i] = *score;
+        k->memo_score[i] = ok ? c.raw : 0;
         k->memo_ok = (k->memo_ok & ~(1u << i)) | (uint32_t)ok << i;
     }
     return ok ? 0 : -1;

@@ -115,6 +115,7 @@ static const sched_policy_ops_t policy_random = {
     random_pick,
     true,
     true,
+    NULL,
 };
 
 /* ---- best fit
@@ -141,6 +142,7 @@ static const sched_policy_ops_t policy_bestfit = {
     NULL,
     false,
     false,
+    NULL,
 };
 
 /* ---- GPU packing -----------------------------------------------------------
@@ -179,6 +181,7 @@ static const sched_policy_ops_t policy_packing = {
     NULL,
     false,
     false,
+    NULL,
 };
 
 /* ---- GPU clustering --------------------------------------------------------
@@ -222,6 +225,7 @@ static const sched_policy_ops_t policy_clustering = {
     NULL,
     false,
     false,
+    NULL,
 };
 
 /* ---- dot product ------------------------------------------------------------
@@ -250,6 +254,7 @@ static const sched_policy_ops_t policy_dotprod = {
     NULL,
     false,
     false,
+    NULL,
 };
 
 /* ---- Kubernetes-default-like
@@ -293,6 +298,7 @@ static const sched_policy_ops_t policy_k8s = {
     k8s_pick,
     false,
     false,
+    NULL,
 };
 
 /* ---- registry ---------------------------------------------------------------
