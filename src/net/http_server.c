@@ -915,17 +915,18 @@ static void orphan_suspended(crater_http_server_t *s)
     pthread_mutex_unlock(&pend_mu);
 }
 
+/* No MHD_quiesce_daemon() first: with a thread pool and epoll it races
+ * the worker threads (both remove the listen socket from a worker's epoll
+ * set, and the loser hits MHD_PANIC, which aborts; seen once at a Ctrl-C
+ * of crater up under load, libmicrohttpd 0.9.75). Connections accepted
+ * while the suspended ones drain are served normally; a new suspend is
+ * refused (s->stopping). MHD_stop_daemon() closes the listen socket. */
 void crater_http_stop(crater_http_server_t *s)
 {
-    MHD_socket fd;
-
     if (s == NULL)
         return;
-    fd = MHD_quiesce_daemon(s->d); /* stop accepting; the socket is ours */
     orphan_suspended(s);
     MHD_stop_daemon(s->d);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
     pthread_cond_destroy(&s->drained);
     free(s);
 }

@@ -158,7 +158,7 @@ kill -INT "$up"
 for i in $(seq 1 100); do kill -0 "$up" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$up" 2>/dev/null; then bad "crater up still running 10 s after Ctrl-C"; else
     wait "$up"; rc=$?; up=""
-    [ "$rc" = 0 ] && ok || bad "crater up exit $rc"
+    [ "$rc" = 0 ] && ok || { bad "crater up exit $rc"; tail -n 40 "$tmp/up.out"; }
 fi
 grep -q 'Sanitizer' "$tmp/up.out" && { bad "sanitizer report"; cat "$tmp/up.out"; } || ok
 pgrep -f "sleep $s60" >/dev/null && bad "tasks left running" || ok
