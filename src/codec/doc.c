@@ -742,6 +742,78 @@ static int run_parser(struct builder *b,
     return rc;
 }
 
+/* YAML's explicit key indicator ("? key") has no use in Crater's
+ * documents, and libfyaml 0.7.12 corrupts its indentation stack on some
+ * inputs with it (a crash in fy_parser_destroy, found by the fuzzer), so it
+ * is refused up front: a '?' followed by a blank or the end where a token
+ * starts (first on a line, after '[', '{', ',', "- " or ": "), outside
+ * quotes and comments. A '?' inside a scalar ("a? b", "'? x'") is kept. */
+struct qscan {
+    int line, col;
+    char quote; /* '\'' or '"' inside a quoted scalar, '#' in a comment */
+    bool start; /* a token may start here */
+};
+
+static bool blank_at(const char *buf, size_t len, size_t i)
+{
+    return i >= len || buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n'
+           || buf[i] == '\r';
+}
+
+/* One character outside quotes and comments; 1 for an explicit key. */
+static int qscan_plain(struct qscan *q, const char *buf, size_t len, size_t i)
+{
+    char c = buf[i];
+
+    if (c == ' ' || c == '\t' || c == '\r')
+        return 0;
+    if (c == '#' && (i == 0 || blank_at(buf, len, i - 1)))
+        q->quote = '#';
+    else if (q->start && c == '?' && blank_at(buf, len, i + 1))
+        return 1;
+    else if (q->start && (c == '\'' || c == '"'))
+        q->quote = c;
+    q->start = c == '[' || c == '{' || c == ','
+               || ((c == '-' || c == ':') && blank_at(buf, len, i + 1));
+    return 0;
+}
+
+static int explicit_key(crater_doc_t *doc,
+                        const char *buf,
+                        size_t len,
+                        crater_error_t *err)
+{
+    struct qscan q = {1, 0, 0, true};
+
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        q.col++;
+        if (c == '\n') {
+            q.line++;
+            q.col = 0;
+            if (q.quote == '#')
+                q.quote = 0;
+            q.start = q.quote == 0;
+        } else if (q.quote == '\'' || q.quote == '"') {
+            if (c == '\\' && q.quote == '"')
+                i++, q.col++;
+            else if (c == q.quote
+                     && !(c == '\'' && i + 1 < len && buf[i + 1] == '\''))
+                q.quote = 0;
+            else if (c == '\'' && q.quote == '\'')
+                i++, q.col++;
+        } else if (q.quote != '#' && qscan_plain(&q, buf, len, i))
+            return crater_errorf(err,
+                                 CRATER_EPARSE,
+                                 "%s:%d:%d: YAML explicit keys ('? key') are "
+                                 "not supported; write key: value",
+                                 doc->name,
+                                 q.line,
+                                 q.col);
+    }
+    return 0;
+}
+
 static int parse_yaml(crater_doc_t *doc,
                       const char *buf,
                       size_t len,
@@ -756,6 +828,10 @@ static int parse_yaml(crater_doc_t *doc,
     struct fy_parser *fyp;
     int rc;
 
+    if (explicit_key(doc, buf, len, err) < 0) {
+        fy_diag_destroy(cfg.diag);
+        return -1;
+    }
     fyp = cfg.diag ? fy_parser_create(&cfg) : NULL;
     if (!fyp || fy_parser_set_string(fyp, buf, len) < 0) {
         fy_parser_destroy(fyp);

@@ -158,6 +158,22 @@ START_TEST(yaml_errors_have_lines)
     ck_assert_str_eq(parse_fail("m:\n%\nx\n", CRATER_EPARSE),
                      "t.yaml:2:2: Unsupported directive");
     crater_doc_destroy(parse("# c\n%YAML 1.2\n---\na: 1\n"));
+    /* found by fuzzing: libfyaml 0.7.12 crashes destroying the parser
+     * after some explicit keys; they are refused before it sees them */
+    ck_assert_str_eq(parse_fail("? :# u\t? :\t?\t", CRATER_EPARSE),
+                     "t.yaml:1:1: YAML explicit keys ('? key') are not "
+                     "supported; write key: value");
+    ck_assert_str_eq(parse_fail("a: 1\nb: [x, ? y]\n", CRATER_EPARSE),
+                     "t.yaml:2:8: YAML explicit keys ('? key') are not "
+                     "supported; write key: value");
+    {
+        crater_doc_t *d = parse("a: what? yes\nb: '? x'\nc: \"it's ?\" # ? z\n"
+                                "d: ['don''t ? x', \"\\\" ? y\"]\n");
+        ck_assert_str_eq(json_string_value(
+                             json_object_get(crater_doc_root(d, 0), "a")),
+                         "what? yes");
+        crater_doc_destroy(d);
+    }
 }
 END_TEST
 
