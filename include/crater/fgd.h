@@ -40,6 +40,13 @@ typedef struct crater_fgd_result {
     uint64_t capacity_milli;
     size_t gpu_nodes, pods, arrived, placed, dropped;
     size_t typical; /* typical pod shapes */
+    /* Where the unallocated GPUs are at the end (after 130% arrived), in
+     * GPUs: end_room[k] sums the room left on GPUs with k/10 to (k+1)/10
+     * of a GPU free (k = 0..9), end_room[10] the wholly free GPUs;
+     * end_room_cpu_starved the part of all that is on nodes with less than
+     * one free core. */
+    double end_room[11];
+    double end_room_cpu_starved;
 } crater_fgd_result_t;
 
 /* Typical pod shapes of a trace (the FGD artifact's rule: shapes by

@@ -292,6 +292,15 @@ int crater_sched_set_typical(crater_sched_t *s,
 /* Expected fragmentation of one node against the typical tasks, in GPU
  * memory units (milli-GPUs in the FGD protocol). */
 double crater_sched_node_frag(const crater_sched_t *s, uint32_t node);
+/* The room left on each GPU of node (memory units, as charged: milli-GPUs
+ * in the FGD protocol) into room[0..max); returns the node's GPU count
+ * (0 for an unknown node). */
+uint32_t crater_sched_gpu_room(const crater_sched_t *s,
+                               uint32_t node,
+                               uint32_t *room,
+                               size_t max);
+/* Free CPU of node in millicores (0 for an unknown node). */
+uint64_t crater_sched_cpu_free(const crater_sched_t *s, uint32_t node);
 
 /* Model mask for a list of model names (NULL-terminated; kb aliases
  * resolve as in crater_request_from_spec). Bit 63 alone when none of them

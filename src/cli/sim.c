@@ -129,12 +129,14 @@ static json_t *result_json(const crater_fgd_result_t *r,
                            uint64_t seed,
                            double secs)
 {
-    json_t *curve = json_array();
+    json_t *curve = json_array(), *room = json_array();
 
     for (int i = 0; i < CRATER_FGD_STEPS; i++)
         json_array_append_new(curve, json_real(r->alloc[i]));
+    for (int i = 0; i < 11; i++)
+        json_array_append_new(room, json_real(r->end_room[i]));
     return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, "
-                     "s:I, s:I, s:f, s:o}",
+                     "s:I, s:I, s:f, s:o, s:o, s:f}",
                      "policy",
                      policy,
                      "seed",
@@ -164,7 +166,11 @@ static json_t *result_json(const crater_fgd_result_t *r,
                      "seconds",
                      secs,
                      "curve",
-                     curve);
+                     curve,
+                     "end_room_gpus",
+                     room,
+                     "end_room_cpu_starved_gpus",
+                     r->end_room_cpu_starved);
 }
 
 static void print_result(const crater_fgd_result_t *r,
@@ -193,6 +199,12 @@ static void print_result(const crater_fgd_result_t *r,
     printf("fragmentation at 100%%: %.2f%% of capacity, %.2f%% of idle GPU\n",
            r->frag_pct_at_100,
            r->frag_ratio_at_100);
+    printf("unallocated at the end, by room left per GPU (GPUs):");
+    for (int i = 0; i < 10; i++)
+        printf(" 0.%d-:%.1f", i, r->end_room[i]);
+    printf(" whole:%.1f; on nodes with < 1 free core: %.1f\n",
+           r->end_room[10],
+           r->end_room_cpu_starved);
 }
 
 static int sim_openb(int argc, char **argv)

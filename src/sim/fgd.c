@@ -289,6 +289,25 @@ static void record(crater_fgd_result_t *res,
     }
 }
 
+/* The room left on every GPU at the end, binned by tenths of a GPU
+ * (milli mode: 1000 units per GPU). */
+static void end_state(const crater_sched_t *s, crater_fgd_result_t *res)
+{
+    uint32_t n = crater_sched_node_count(s), room[CRATER_MAX_GPUS_PER_NODE];
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t g =
+            crater_sched_gpu_room(s, i, room, CRATER_MAX_GPUS_PER_NODE);
+        bool starved = crater_sched_cpu_free(s, i) < 1000;
+        for (uint32_t k = 0; k < g && k < CRATER_MAX_GPUS_PER_NODE; k++) {
+            uint32_t bin = room[k] >= 1000 ? 10 : room[k] / 100;
+            res->end_room[bin] += room[k] / 1000.0;
+            if (starved)
+                res->end_room_cpu_starved += room[k] / 1000.0;
+        }
+    }
+}
+
 static int place_all(struct run *r,
                      const crater_trace_pod_t *pods,
                      crater_fgd_result_t *res,
@@ -319,6 +338,7 @@ static int place_all(struct run *r,
         record(res, r->s, arrived, alloc, &step);
     }
     res->arrived = r->norder;
+    end_state(r->s, res);
     /* the inflation stops short of 130%: the last value stands for the rest */
     record(res, r->s, (uint64_t)(res->capacity_milli * 2), alloc, &step);
     return 0;

@@ -108,6 +108,11 @@ START_TEST(test_one_share)
     ck_assert_double_eq_tol(r.frag_pct_at_100, 40, 1e-9);
     ck_assert_double_eq_tol(r.frag_ratio_at_100, 100, 1e-9);
     ck_assert_uint_eq(r.typical, 1);
+    /* the end state: two GPUs with 0.4 free each, nothing else; the node
+     * has CPU left */
+    for (int k = 0; k < 11; k++)
+        ck_assert_double_eq_tol(r.end_room[k], k == 4 ? 0.8 : 0, 1e-9);
+    ck_assert_double_eq_tol(r.end_room_cpu_starved, 0, 1e-9);
     unload(&t);
 }
 END_TEST
