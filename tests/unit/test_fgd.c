@@ -332,6 +332,55 @@ END_TEST
 /* Every deterministic policy: the class fast path and the brute-force scan
  * make the same decisions on a mixed sequence (two clusters, each
  * committing its own decisions). */
+/* Place n pods drawn from pods (splitmix64 from seed) on two copies of the
+ * cluster in nodes (copies times), one through crater_sched_place() and
+ * one through the brute force, with policy and the pods' typical tasks;
+ * every decision must be the same. */
+static void same_as_bruteforce(const char *nodes,
+                               int copies,
+                               const crater_trace_pod_t *pods,
+                               size_t np,
+                               const char *policy,
+                               uint64_t n,
+                               uint64_t seed)
+{
+    struct core a, b;
+    crater_typical_t *ty;
+    crater_error_t err;
+    size_t nt;
+
+    core_init(&a, nodes, copies);
+    core_init(&b, nodes, copies);
+    ck_assert_int_eq(crater_sched_set_policy(a.s, policy, &err), 0);
+    ck_assert_int_eq(crater_sched_set_policy(b.s, policy, &err), 0);
+    ck_assert_int_eq(crater_fgd_typical(a.s, pods, np, 95, &ty, &nt, &err), 0);
+    crater_sched_set_typical(a.s, ty, nt, &err);
+    crater_sched_set_typical(b.s, ty, nt, &err);
+    free(ty);
+    for (uint64_t i = 1; i <= n; i++) {
+        const crater_trace_pod_t *p = &pods[crater_splitmix64(&seed) % np];
+        crater_request_t r;
+        crater_placement_t pa, pb;
+        ck_assert_int_eq(crater_openb_request(a.s, p, 1, &r, &err), 0);
+        int ra = crater_sched_place(a.s, &r, &pa, NULL);
+        int rb = crater_sched_place_bruteforce(b.s, &r, &pb, NULL);
+        ck_assert_int_eq(ra, rb);
+        if (ra < 0)
+            continue;
+        ck_assert_msg(pa.node == pb.node && pa.ngpus == pb.ngpus
+                          && memcmp(pa.gpu, pb.gpu, pa.ngpus) == 0,
+                      "%s: decision %llu: node %u vs %u",
+                      policy,
+                      (unsigned long long)i,
+                      pa.node,
+                      pb.node);
+        ck_assert_int_eq(crater_sched_commit(a.s, i, &r, &pa, &err), 0);
+        ck_assert_int_eq(crater_sched_commit(b.s, i, &r, &pb, &err), 0);
+    }
+    core_free(&a);
+    core_free(&b);
+}
+
 START_TEST(test_fast_equals_bruteforce)
 {
     const char *const *names = crater_sched_policy_names();
@@ -341,45 +390,9 @@ START_TEST(test_fast_equals_bruteforce)
 
     ck_assert_int_eq(crater_openb_load_pods(OB("pods.csv"), &pods, &np, &err),
                      0);
-    for (int k = 0; names[k]; k++) {
-        struct core a, b;
-        crater_typical_t *ty;
-        size_t nt;
-        uint64_t st = 99;
-        if (strcmp(names[k], "random") == 0)
-            continue;
-        core_init(&a, OB("nodes.csv"), 3);
-        core_init(&b, OB("nodes.csv"), 3);
-        ck_assert_int_eq(crater_sched_set_policy(a.s, names[k], &err), 0);
-        ck_assert_int_eq(crater_sched_set_policy(b.s, names[k], &err), 0);
-        ck_assert_int_eq(crater_fgd_typical(a.s, pods, np, 95, &ty, &nt, &err),
-                         0);
-        crater_sched_set_typical(a.s, ty, nt, &err);
-        crater_sched_set_typical(b.s, ty, nt, &err);
-        free(ty);
-        for (uint64_t i = 1; i <= 150; i++) {
-            const crater_trace_pod_t *p = &pods[crater_splitmix64(&st) % np];
-            crater_request_t r;
-            crater_placement_t pa, pb;
-            ck_assert_int_eq(crater_openb_request(a.s, p, 1, &r, &err), 0);
-            int ra = crater_sched_place(a.s, &r, &pa, &err);
-            int rb = crater_sched_place_bruteforce(b.s, &r, &pb, &err);
-            ck_assert_int_eq(ra, rb);
-            if (ra < 0)
-                continue;
-            ck_assert_msg(pa.node == pb.node && pa.ngpus == pb.ngpus
-                              && memcmp(pa.gpu, pb.gpu, pa.ngpus) == 0,
-                          "%s: decision %llu: node %u vs %u",
-                          names[k],
-                          (unsigned long long)i,
-                          pa.node,
-                          pb.node);
-            ck_assert_int_eq(crater_sched_commit(a.s, i, &r, &pa, &err), 0);
-            ck_assert_int_eq(crater_sched_commit(b.s, i, &r, &pb, &err), 0);
-        }
-        core_free(&a);
-        core_free(&b);
-    }
+    for (int k = 0; names[k]; k++)
+        if (strcmp(names[k], "random") != 0)
+            same_as_bruteforce(OB("nodes.csv"), 3, pods, np, names[k], 150, 99);
     crater_trace_free(pods);
 }
 END_TEST
@@ -421,7 +434,6 @@ END_TEST
 START_TEST(test_openb_fast_equals_bruteforce)
 {
     const char *dir = crater_openb_dir();
-    static const char *const pols[] = {"crater"};
     char nodes[1024], pods[1024];
     crater_trace_pod_t *pv;
     crater_error_t err;
@@ -434,43 +446,7 @@ START_TEST(test_openb_fast_equals_bruteforce)
     snprintf(nodes, sizeof(nodes), "%s/openb_node_list_gpu_node.csv", dir);
     snprintf(pods, sizeof(pods), "%s/openb_pod_list_default.csv", dir);
     ck_assert_int_eq(crater_openb_load_pods(pods, &pv, &np, &err), 0);
-    for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
-        struct core a, b;
-        crater_typical_t *ty;
-        size_t nt;
-        uint64_t st = 42;
-        core_init(&a, nodes, 1);
-        core_init(&b, nodes, 1);
-        ck_assert_int_eq(crater_sched_set_policy(a.s, pols[k], &err), 0);
-        ck_assert_int_eq(crater_sched_set_policy(b.s, pols[k], &err), 0);
-        ck_assert_int_eq(crater_fgd_typical(a.s, pv, np, 95, &ty, &nt, &err),
-                         0);
-        crater_sched_set_typical(a.s, ty, nt, &err);
-        crater_sched_set_typical(b.s, ty, nt, &err);
-        free(ty);
-        for (uint64_t i = 1; i <= 250; i++) {
-            const crater_trace_pod_t *p = &pv[crater_splitmix64(&st) % np];
-            crater_request_t r;
-            crater_placement_t pa, pb;
-            ck_assert_int_eq(crater_openb_request(a.s, p, 1, &r, &err), 0);
-            int ra = crater_sched_place(a.s, &r, &pa, NULL);
-            int rb = crater_sched_place_bruteforce(b.s, &r, &pb, NULL);
-            ck_assert_int_eq(ra, rb);
-            if (ra < 0)
-                continue;
-            ck_assert_msg(pa.node == pb.node
-                              && memcmp(pa.gpu, pb.gpu, pa.ngpus) == 0,
-                          "%s: decision %llu: node %u vs %u",
-                          pols[k],
-                          (unsigned long long)i,
-                          pa.node,
-                          pb.node);
-            ck_assert_int_eq(crater_sched_commit(a.s, i, &r, &pa, &err), 0);
-            ck_assert_int_eq(crater_sched_commit(b.s, i, &r, &pb, &err), 0);
-        }
-        core_free(&a);
-        core_free(&b);
-    }
+    same_as_bruteforce(nodes, 1, pv, np, "crater", 250, 42);
     crater_trace_free(pv);
 }
 END_TEST
