@@ -10,7 +10,8 @@
 # cudaMallocAsync allocators, plus a control without the preload; (4) two
 # processes sharing one slice; (5) training-loop overhead with and without
 # the interposer, interleaved; (6) NVML per-process memory next to the
-# tracked total (printed within 3 and 4). Every step is logged with its
+# tracked total (printed within 3 and 4); (7) crater-agent --discover and
+# --measure-context on the real driver. Every step is logged with its
 # command and time; a failing step does not stop the others. The summary at
 # the end is Markdown for bench/RESULTS.md. Logs go to $OUT (the device
 # tool's output folder) or /tmp/gpuslice-bench.
@@ -138,6 +139,19 @@ if [ -n "$w" ] && [ -n "$wo" ]; then
     result "5 training-loop overhead (goal <= 1%)" $((1 - ok)) "median $w us/step with, $wo us/step without: ${pct}% (runs with: $(grep -o '[0-9.]* us' "$WORK/5.with" | tr '\n' ' '); without: $(grep -o '[0-9.]* us' "$WORK/5.without" | tr '\n' ' '))"
 else
     result "5 training-loop overhead" 1 "no timings"
+fi
+
+# --- 7. the agent on real NVML: discovery and the measured context cost
+# (needs the project's build dependencies; skipped if crater-agent does not
+# build here)
+AGENT=$WORK/build/crater-agent
+if step "build crater-agent (cmake)" 300 cmake --build "$WORK/build" -j8 --target crater-agent; then
+    step "7 discover" 60 bash -c "'$AGENT' --discover -o yaml >'$LOGDIR/h200-discovered.yaml'"
+    result "7 discovery (NVML, hwloc)" $? "hardware file in h200-discovered.yaml ($(grep -c 'uuid' "$LOGDIR/h200-discovered.yaml" 2>/dev/null) GPU uuids)"
+    step "7 measure context" 120 "$AGENT" --measure-context | tee "$WORK/7.ctx"
+    result "7 context overhead measured" $? "$(head -1 "$WORK/7.ctx")"
+else
+    note "| 7 agent discovery / context | not run | crater-agent did not build here |"
 fi
 
 rm -f /dev/shm/crater-gpuslice-bench.*

@@ -1,6 +1,7 @@
 /* main_agent.c - the crater-agent program: flags to crater_agent_opts_t,
  * then run until SIGINT/SIGTERM. `--discover` prints this machine in the
- * hardware-file schema and exits.
+ * hardware-file schema and exits; `--measure-context` prints what one CUDA
+ * context costs on each GPU (src/agent/ctxprobe.c) and exits.
  *
  * Exit codes: 0 clean stop, 1 could not start (the message says why),
  * 2 bad usage.
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/internal.h"
 #include "crater/log.h"
 #include "daemon/buildinfo.h"
 #include "daemon/process.h"
@@ -20,7 +22,8 @@ static void usage(FILE *fp)
     fputs("usage: crater-agent --server URL --token TOKEN [--hardware FILE "
           "[--node NAME]]\n"
           "                    [--data DIR] [--config FILE]\n"
-          "       crater-agent --discover [-o yaml|json] [--node NAME]\n\n"
+          "       crater-agent --discover [-o yaml|json] [--node NAME]\n"
+          "       crater-agent --measure-context\n\n"
           "  --server URL     craterd (default $CRATER_SERVER or "
           "http://127.0.0.1:7480)\n"
           "  --token TOKEN    agent token for this node (default "
@@ -30,14 +33,17 @@ static void usage(FILE *fp)
           "                   a hardware file holding several nodes)\n"
           "  --data DIR       task logs (default ./var/agent)\n"
           "  --config FILE    craterd.yaml for the agent.* keys\n"
-          "  --discover       print this machine as a hardware file\n",
+          "  --discover       print this machine as a hardware file\n"
+          "  --measure-context  print what a CUDA context costs on each GPU\n"
+          "                   (one JSON line per GPU; libcuda from\n"
+          "                   $CRATER_CUDA_LIB or libcuda.so.1)\n",
           fp);
 }
 
 typedef struct flags {
     crater_agent_opts_t o;
     const char *config;
-    bool discover, json;
+    bool discover, json, measure;
 } flags_t;
 
 static int parse(int argc, char **argv, flags_t *f)
@@ -50,6 +56,7 @@ static int parse(int argc, char **argv, flags_t *f)
         {"data", required_argument, NULL, 'd'},
         {"config", required_argument, NULL, 'c'},
         {"discover", no_argument, NULL, 'D'},
+        {"measure-context", no_argument, NULL, 'M'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -79,6 +86,9 @@ static int parse(int argc, char **argv, flags_t *f)
             break;
         case 'D':
             f->discover = true;
+            break;
+        case 'M':
+            f->measure = true;
             break;
         case 'o':
             if (strcmp(optarg, "yaml") && strcmp(optarg, "json")) {
@@ -118,6 +128,74 @@ static int discover(const flags_t *f)
         putchar('\n');
     free(text);
     return 0;
+}
+
+/* One GPU: a JSON line with its context cost, or with the error. */
+static int measure_one(crater_nvml_t *n, unsigned i, const char *driver)
+{
+    crater_gpu_t g;
+    crater_error_t err;
+    uint64_t bytes = 0;
+    json_t *o;
+    int rc = crater_nvml_gpu(n, i, NULL, &g, &err);
+
+    if (rc == 0)
+        rc = agent_ctx_measure(n,
+                               i,
+                               g.uuid,
+                               getenv("CRATER_CUDA_LIB"),
+                               &bytes,
+                               &err);
+    o = json_pack("{s:i, s:s?, s:s?, s:s}",
+                  "gpu",
+                  (int)i,
+                  "uuid",
+                  g.uuid,
+                  "model",
+                  g.model,
+                  "driver",
+                  driver);
+    if (rc == 0) {
+        json_object_set_new(o,
+                            "context_bytes",
+                            json_integer((json_int_t)bytes));
+        json_object_set_new(o,
+                            "context_mib",
+                            json_real((double)bytes / (1 << 20)));
+    } else {
+        json_object_set_new(o, "error", json_string(err.text));
+    }
+    char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    if (line)
+        puts(line);
+    free(line);
+    json_decref(o);
+    crater_nvml_gpu_clear(&g);
+    return rc;
+}
+
+/* --measure-context: 0 when every GPU was measured, 1 otherwise. */
+static int measure_context(void)
+{
+    crater_error_t err;
+    crater_nvml_t *n = crater_nvml_open(NULL, &err);
+    char driver[96] = "";
+    int cuda = 0, failed = 0;
+    unsigned count;
+
+    if (!n) {
+        fprintf(stderr, "crater-agent: %s\n", err.text);
+        return 1;
+    }
+    if (crater_nvml_driver(n, driver, sizeof(driver), &cuda, &err) < 0)
+        snprintf(driver, sizeof(driver), "unknown");
+    count = crater_nvml_count(n);
+    for (unsigned i = 0; i < count; i++)
+        failed |= measure_one(n, i, driver) < 0;
+    if (count == 0)
+        fprintf(stderr, "crater-agent: NVML sees no GPU\n");
+    crater_nvml_close(n);
+    return failed || count == 0 ? 1 : 0;
 }
 
 static int run(flags_t *f, crater_config_t *cfg)
@@ -164,6 +242,8 @@ int main(int argc, char **argv)
         return rc < 0 ? 2 : 0;
     if (f.discover)
         return discover(&f);
+    if (f.measure)
+        return measure_context();
     if ((f.config ? crater_config_load(f.config, &cfg, &err)
                   : crater_config_defaults(&cfg))
         < 0) {
