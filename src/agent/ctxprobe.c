@@ -23,8 +23,11 @@
  * not what libraries load later (cuBLAS workspaces, kernel images): that
  * stays the watchdog tolerance's job (doc/gpu-sharing.md).
  *
- * The agent forks at start, before its threads exist, so the child may
- * call dlopen and malloc.
+ * The agent forks at start, before its own threads exist. In `crater up`
+ * craterd's threads and earlier agents' threads do exist: glibc's fork()
+ * takes malloc's locks, so malloc works in the child, and dlopen does as
+ * long as no other thread is inside dlopen at that moment (none of those
+ * threads loads libraries; glibc before 2.38 could deadlock otherwise).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -141,8 +141,8 @@ int agent_mig_pick(const crater_nvml_mig_t *migs,
  * UUID), CRATER_EIO (a CUDA call failed: its name and code are in the
  * text; the child died), CRATER_EUNAVAIL (not ready within 30 s, or NVML
  * does not list the child), CRATER_EPERM (NVML lists it without memory),
- * CRATER_EINVAL (bad UUID). Call it while the process has no other
- * threads (the child calls dlopen after fork). */
+ * CRATER_EINVAL (bad UUID). The child calls dlopen after fork: no other
+ * thread of the process may be loading a library then (ctxprobe.c). */
 int agent_ctx_measure(crater_nvml_t *nvml,
                       unsigned gpu_idx,
                       const char *gpu_uuid,

@@ -120,6 +120,26 @@ const crater_node_t *crater_sched_node(const crater_sched_t *s, uint32_t id)
     return id < s->n ? &s->nodes[id] : NULL;
 }
 
+uint32_t crater_sched_gpu_room(const crater_sched_t *s,
+                               uint32_t node,
+                               uint32_t *room,
+                               size_t max)
+{
+    uint32_t left[MAX_GPUS];
+
+    if (node >= s->n)
+        return 0;
+    sched__gpu_left(s, node, left);
+    for (uint32_t i = 0; i < s->st[node].ngpus && i < max; i++)
+        room[i] = left[i];
+    return s->st[node].ngpus;
+}
+
+uint64_t crater_sched_cpu_free(const crater_sched_t *s, uint32_t node)
+{
+    return node < s->n ? s->dyn[node].cpu_free : 0;
+}
+
 /* ---- health and measurements --------------------------------------------- */
 
 static int bad_node(crater_sched_t *s, uint32_t node, crater_error_t *err)

@@ -4,6 +4,7 @@
 #
 #   start_craterd DATA_DIR [craterd flags...]  -> sets $url, $pid, $admin
 #   api METHOD PATH [TOKEN] [BODY_FILE|-]      -> body in $tmp/body, status in $code
+#   until_ SECONDS 'SHELL CONDITION'          -> 0 once it holds, 1 at the deadline
 
 start_craterd() {
     local data=$1; shift
@@ -38,4 +39,10 @@ api() {
     [ -n "$token" ] && args+=(-H "Authorization: Bearer $token")
     [ -n "$body" ] && args+=(--data-binary "@$body")
     code=$(curl "${args[@]}" "$url$path")
+}
+
+until_() { # until_ SECONDS 'SHELL CONDITION': re-evaluated until true
+    local n=$(( $1 * 10 )) i
+    for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
+    return 1
 }

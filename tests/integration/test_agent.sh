@@ -20,11 +20,6 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 c() { "$bin" "$@" --server "$url" --token "$admin"; }
 state() { c get job "$1" -o json | jq -r .state; }
 nstate() { c get nodes -o json | jq -r ".items[] | select(.name == \"$1\") | .state"; }
-until_() { # until_ SECONDS 'SHELL CONDITION': re-evaluated until true
-    local n=$(( $1 * 10 )) i
-    for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
-    return 1
-}
 
 s31=31.$RANDOM # unique: other test runs on this machine do not confuse pgrep
 

@@ -17,11 +17,6 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 c() { "$bin" "$@" --server "$url" --token "$admin"; }
 state() { c get job "$1" -o json 2>/dev/null | jq -r .state; }
 gone() { api GET "/api/v1/jobs/$1" "$admin"; [ "$code" = 404 ]; }
-until_() { # until_ SECONDS 'SHELL CONDITION': re-evaluated until true
-    local n=$(( $1 * 10 )) i
-    for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
-    return 1
-}
 job() { # job NAME [AFTER]: submit an echo job, print its id
     printf 'name: %s\ncommand: [echo, "out of %s"]\nresources: {cpu: 1, memory: 64Mi}\n' "$1" "$1" >"$tmp/$1.yaml"
     [ -n "${2:-}" ] && printf 'after: [%s]\n' "$2" >>"$tmp/$1.yaml"
