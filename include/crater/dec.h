@@ -98,6 +98,11 @@ int crater_dec_quantity(crater_dec_t *d,
                         json_t *v,
                         crater_dim_t dim,
                         uint64_t *out);
+/* A byte size a person writes (a job's memory): a string needs a unit, and
+ * so does a YAML number ("'512' has no unit: write 512Mi or 512M"); 0 is
+ * fine. A JSON number (no source literal: JSON input, the normalised spec,
+ * a tree built in memory) is a count of bytes, as crater_dec_quantity. */
+int crater_dec_size(crater_dec_t *d, json_t *v, uint64_t *out);
 /* One of names[0..n-1] (case-sensitive); the error lists them. */
 int crater_dec_enum(
     crater_dec_t *d, json_t *v, const char *const *names, size_t n, int *out);

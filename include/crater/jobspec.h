@@ -182,6 +182,10 @@ int crater_jobspec_validate(const crater_jobspec_t *spec,
 /* The normalised document: every field, every quantity in base units.
  * Decoding it yields an equal spec. New reference; NULL on ENOMEM. */
 json_t *crater_jobspec_encode(const crater_jobspec_t *spec);
+/* The same for YAML output (`crater validate -o yaml`): sizes are written
+ * "21474836480B", not as bare integers, because in YAML a size without a
+ * unit is refused (a person may have meant MiB). New reference. */
+json_t *crater_jobspec_encode_yaml(const crater_jobspec_t *spec);
 
 /* workloadType from argv/image: torchrun, deepspeed, train -> training;
  * vllm, triton, serve, --port -> inference; otherwise batch. */

@@ -4,7 +4,8 @@
  * in that dimension's base unit:
  *
  *   dimension   base unit     units accepted (bare number means)
- *   bytes       byte          Ki Mi Gi Ti Pi (+B), K/k M G T P (+B), B  (bytes)
+ *   bytes       byte          Ki Mi Gi Ti Pi (+B), K/k M G T P (+B), B  (bytes;
+ *                             crater_parse_size: error unless 0)
  *   cpu         millicore     m                                    (cores)
  *   duration    nanosecond    ns us ms s m h d, compound "1h30m"   (seconds)
  *   bandwidth   byte/second   B/s KB/s MB/s GB/s TB/s KiB/s MiB/s GiB/s TiB/s
@@ -48,6 +49,12 @@ int crater_parse_quantity(const char *s,
                           crater_error_t *err);
 
 int crater_parse_bytes(const char *s, uint64_t *out, crater_error_t *err);
+/* A size a person wrote (a job's memory, --mem, a quota): as
+ * crater_parse_bytes() but a bare number other than 0 is refused with
+ * "'512' has no unit: write 512Mi or 512M". Slurm users mean megabytes by
+ * --mem 512; taking it as 512 bytes got their jobs OOM-killed. Hardware
+ * files, config and the normalised spec use crater_parse_bytes(). */
+int crater_parse_size(const char *s, uint64_t *out, crater_error_t *err);
 int crater_parse_millicpu(const char *s, uint64_t *out, crater_error_t *err);
 int crater_parse_duration_ns(const char *s, uint64_t *out, crater_error_t *err);
 int crater_parse_bandwidth(const char *s, uint64_t *out, crater_error_t *err);

@@ -88,7 +88,12 @@ static int do_job(struct vctx *c,
 
     if (job && crater_jobspec_decode(d, job, &spec) == 0
         && crater_jobspec_validate(spec, c->kb, d->err) == 0) {
-        report_ok(c, v, "Job", spec->name, crater_jobspec_encode(spec));
+        report_ok(c,
+                  v,
+                  "Job",
+                  spec->name,
+                  c->fmt == CLI_FMT_YAML ? crater_jobspec_encode_yaml(spec)
+                                         : crater_jobspec_encode(spec));
         rc = 0;
     }
     crater_jobspec_destroy(spec);

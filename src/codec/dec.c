@@ -390,6 +390,30 @@ int crater_dec_quantity(crater_dec_t *d,
     return 0;
 }
 
+/* A number with no source text is JSON (or a tree built in memory): the
+ * normalised form, where sizes are byte counts. Anything a person typed in
+ * YAML, and every string, goes through crater_parse_size(). */
+int crater_dec_size(crater_dec_t *d, json_t *v, uint64_t *out)
+{
+    char buf[64];
+    const char *text;
+    crater_error_t uerr;
+
+    if (json_is_number(v)
+        && !(d->doc && crater_doc_literal(d->doc, d->docidx, d->path)))
+        return crater_dec_quantity(d, v, CRATER_DIM_BYTES, out);
+    if (!json_is_string(v) && !json_is_number(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a %s, got %s",
+                               crater_dim_name(CRATER_DIM_BYTES),
+                               crater_dec_typename(v));
+    text = crater_dec_text(d, v, buf, sizeof(buf));
+    if (crater_parse_size(text, out, &uerr) < 0)
+        return crater_dec_fail(d, uerr.errnum, "%s", uerr.text);
+    return 0;
+}
+
 int crater_dec_enum(
     crater_dec_t *d, json_t *v, const char *const *names, size_t n, int *out)
 {

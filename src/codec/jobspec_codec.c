@@ -12,8 +12,12 @@
  * Encoding writes the normalised document: every field, quantities in
  * base units written so that decoding reads them back exactly (bytes and
  * IOPS as integers, millicores as "1500m", durations as "30000ms",
- * bandwidth as "2039000000000B/s"). decode(encode(s)) equals s; the unit
+ * bandwidth as "2039000000000B/s"); for YAML output sizes are "...B"
+ * strings too (encode_yaml). decode(encode(s)) equals s; the unit
  * tests check this for every example and for a spec with every field set.
+ * Sizes (memory, gpu.memory) go through crater_dec_size(): a person must
+ * write a unit ("512" in YAML or a string is refused; Slurm users mean
+ * MiB), while a JSON integer, the normalised form, stays a byte count.
  * doc/jobspec.md documents both directions.
  */
 #include <ctype.h>
@@ -336,10 +340,7 @@ static int f_gpu_count(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_gpu_memory(crater_dec_t *d, json_t *v, void *obj)
 {
-    return crater_dec_quantity(d,
-                               v,
-                               CRATER_DIM_BYTES,
-                               &SPEC(obj)->resources.gpu.memory_bytes);
+    return crater_dec_size(d, v, &SPEC(obj)->resources.gpu.memory_bytes);
 }
 
 static int f_gpu_model(crater_dec_t *d, json_t *v, void *obj)
@@ -458,10 +459,7 @@ static int f_cpu(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_memory(crater_dec_t *d, json_t *v, void *obj)
 {
-    return crater_dec_quantity(d,
-                               v,
-                               CRATER_DIM_BYTES,
-                               &SPEC(obj)->resources.memory_bytes);
+    return crater_dec_size(d, v, &SPEC(obj)->resources.memory_bytes);
 }
 
 static int f_disk_iops(crater_dec_t *d, json_t *v, void *obj)
@@ -1134,13 +1132,22 @@ static int put_str(json_t *o, const char *key, const char *s)
     return s ? put(o, key, json_string(s)) : 0;
 }
 
-/* Bytes and IOPS read back from a bare integer; values above INT64_MAX
- * (beyond JSON's exact integers) as a string of digits, which the unit
- * parser reads the same way. */
+/* IOPS read back from a bare integer; values above INT64_MAX (beyond
+ * JSON's exact integers) as a string of digits, which the unit parser
+ * reads the same way. */
 static json_t *j_count(uint64_t v)
 {
     if (v > INT64_MAX)
         return json_sprintf("%" PRIu64, v);
+    return json_integer((json_int_t)v);
+}
+
+/* A size: an integer count of bytes; above 2^63-1 (no JSON integer) a
+ * "...B" string, since a size written as a string needs a unit. */
+static json_t *j_size(uint64_t v)
+{
+    if (v > INT64_MAX)
+        return json_sprintf("%" PRIu64 "B", v);
     return json_integer((json_int_t)v);
 }
 
@@ -1191,7 +1198,7 @@ static json_t *enc_gpu(const crater_gpu_req_t *g)
     int rc = o ? 0 : -1;
 
     rc |= put(o, "count", json_integer(g->count));
-    rc |= put(o, "memory", j_count(g->memory_bytes));
+    rc |= put(o, "memory", j_size(g->memory_bytes));
     if (g->models)
         rc |= put(o, "model", j_strv(g->models));
     rc |= put_str(o, "vendor", g->vendor);
@@ -1221,7 +1228,7 @@ static json_t *enc_resources(const crater_resources_t *r)
               json_sprintf("%" PRIu32 "us", r->disk.max_latency_us));
     rc |= put(o, "gpu", enc_gpu(&r->gpu));
     rc |= put(o, "cpu", json_sprintf("%" PRIu64 "m", r->cpu_milli));
-    rc |= put(o, "memory", j_count(r->memory_bytes));
+    rc |= put(o, "memory", j_size(r->memory_bytes));
     rc |= put(o, "disk", done(disk, 0));
     return done(o, rc);
 }
@@ -1354,4 +1361,19 @@ json_t *crater_jobspec_encode(const crater_jobspec_t *spec)
     return done(o,
                 enc_identity(o, spec) | enc_placement(o, spec)
                     | enc_lifecycle(o, spec) | enc_process(o, spec));
+}
+
+json_t *crater_jobspec_encode_yaml(const crater_jobspec_t *spec)
+{
+    json_t *o = crater_jobspec_encode(spec);
+    json_t *res = json_object_get(o, "resources");
+    int rc = o ? 0 : -1;
+
+    rc |= put(res,
+              "memory",
+              json_sprintf("%" PRIu64 "B", spec->resources.memory_bytes));
+    rc |= put(json_object_get(res, "gpu"),
+              "memory",
+              json_sprintf("%" PRIu64 "B", spec->resources.gpu.memory_bytes));
+    return done(o, rc);
 }

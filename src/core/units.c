@@ -308,9 +308,12 @@ static int parse_term(const char **pp,
     return 0;
 }
 
-int crater_parse_quantity(const char *s,
+/* crater_parse_quantity; *was_bare says whether s was a number without
+ * a unit. */
+static int parse_quantity(const char *s,
                           crater_dim_t dim,
                           uint64_t *out,
+                          int *was_bare,
                           crater_error_t *err)
 {
     const char *p = s;
@@ -345,12 +348,42 @@ int crater_parse_quantity(const char *s,
         terms++;
     } while (*p);
     *out = total;
+    *was_bare = bare;
     return 0;
+}
+
+int crater_parse_quantity(const char *s,
+                          crater_dim_t dim,
+                          uint64_t *out,
+                          crater_error_t *err)
+{
+    int bare;
+
+    return parse_quantity(s, dim, out, &bare, err);
 }
 
 int crater_parse_bytes(const char *s, uint64_t *out, crater_error_t *err)
 {
     return crater_parse_quantity(s, CRATER_DIM_BYTES, out, err);
+}
+
+/* Zero is zero in any unit, so only a non-zero bare number is refused. */
+int crater_parse_size(const char *s, uint64_t *out, crater_error_t *err)
+{
+    uint64_t v;
+    int bare;
+
+    if (parse_quantity(s, CRATER_DIM_BYTES, &v, &bare, err) < 0)
+        return -1;
+    if (bare && v != 0)
+        return crater_errorf(err,
+                             CRATER_EUNIT,
+                             "'%s' has no unit: write %sMi or %sM",
+                             s,
+                             s,
+                             s);
+    *out = v;
+    return 0;
 }
 
 int crater_parse_millicpu(const char *s, uint64_t *out, crater_error_t *err)

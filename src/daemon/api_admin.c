@@ -113,7 +113,10 @@ static int quota_field(json_t *q,
         return 0;
     }
     if (json_is_string(v)
-        && crater_parse_quantity(json_string_value(v), dim, out, &err) == 0)
+        && (dim == CRATER_DIM_BYTES
+                ? crater_parse_size(json_string_value(v), out, &err)
+                : crater_parse_quantity(json_string_value(v), dim, out, &err))
+               == 0)
         return 0;
     api_errorf(resp,
                CRATER_EUNIT,

@@ -439,7 +439,10 @@ static int spec_value(json_t *spec,
         if (parse_int(o, v, &val, err) < 0)
             return -1;
     } else if (o->kind == K_QTY) {
-        if (crater_parse_quantity(v, o->dim, &q, err) < 0)
+        if ((o->dim == CRATER_DIM_BYTES
+                 ? crater_parse_size(v, &q, err)
+                 : crater_parse_quantity(v, o->dim, &q, err))
+            < 0)
             return crater_errorf_field(err,
                                        CRATER_EUNIT,
                                        o->path,

@@ -215,6 +215,16 @@ START_TEST(run_unit_errors_name_the_flag)
     ck_assert(strncmp(e.text, "--cpu: '4Gi': ", 14) == 0);
     e = run_bad(ARGV("--mem=lots", "--", "x"));
     ck_assert(strncmp(e.text, "--mem: 'lots'", 13) == 0);
+    /* issue 11: --mem 512 meant 512 bytes; Slurm users mean megabytes */
+    e = run_bad(ARGV("--mem", "512", "--", "x"));
+    ck_assert_int_eq(e.errnum, CRATER_EUNIT);
+    ck_assert_str_eq(e.field, "resources.memory");
+    ck_assert_str_eq(e.text, "--mem: '512' has no unit: write 512Mi or 512M");
+    e = run_bad(ARGV("--gpu", "1", "--gpu-mem=20480", "--", "x"));
+    ck_assert_str_eq(e.field, "resources.gpu.memory");
+    ck_assert_str_eq(e.text,
+                     "--gpu-mem: '20480' has no unit: write 20480Mi or "
+                     "20480M");
     e = run_bad(ARGV("--gpu", "-1", "--", "x"));
     ck_assert_str_eq(e.text, "--gpu: '-1' is not a non-negative integer");
     e = run_bad(ARGV("--priority", "1x", "--", "x"));

@@ -253,19 +253,21 @@ static const char *spec_diff(const crater_jobspec_t *a,
     return tol_diff(a, b);
 }
 
-/* encode -> JSON text -> decode, and encode -> YAML text -> decode: both
- * must give back s. */
+/* encode -> JSON text -> decode, and encode_yaml -> YAML text -> decode:
+ * both must give back s. */
 static void check_round_trip(const crater_jobspec_t *s)
 {
     json_t *enc = crater_jobspec_encode(s);
+    json_t *ency = crater_jobspec_encode_yaml(s);
     char *json, *yaml;
     crater_jobspec_t *back;
     crater_error_t err;
     const char *diff;
 
     ck_assert_ptr_nonnull(enc);
+    ck_assert_ptr_nonnull(ency);
     json = json_dumps(enc, JSON_INDENT(2));
-    yaml = crater_json_to_yaml(enc);
+    yaml = crater_json_to_yaml(ency);
     ck_assert_ptr_nonnull(json);
     ck_assert_ptr_nonnull(yaml);
     ck_assert_msg(json[0] == '{', "not JSON");
@@ -290,6 +292,7 @@ static void check_round_trip(const crater_jobspec_t *s)
     free(json);
     free(yaml);
     json_decref(enc);
+    json_decref(ency);
 }
 
 static const char *const examples[] = {
@@ -594,6 +597,59 @@ START_TEST(test_quantities)
                  CRATER_EUNIT,
                  "t.yaml:1:1: gracePeriod: '-5s': a duration cannot be "
                  "negative");
+}
+END_TEST
+
+/* Issue 11: a size a person writes needs a unit, in YAML or as a string;
+ * a JSON number (the normalised form craterd stores) stays bytes. */
+START_TEST(test_sizes_need_units)
+{
+    crater_jobspec_t *s;
+    crater_dec_t d;
+    crater_error_t err;
+    json_t *norm;
+
+    decode_fails("resources: {memory: 512}",
+                 CRATER_EUNIT,
+                 "t.yaml:1:13: resources.memory: '512' has no unit: write "
+                 "512Mi or 512M");
+    decode_fails("resources: {memory: \"512\"}",
+                 CRATER_EUNIT,
+                 "t.yaml:1:13: resources.memory: '512' has no unit: write "
+                 "512Mi or 512M");
+    decode_fails("resources:\n  gpu: {count: 1, memory: 20480}\n",
+                 CRATER_EUNIT,
+                 "t.yaml:2:19: resources.gpu.memory: '20480' has no unit: "
+                 "write 20480Mi or 20480M");
+    decode_fails("resources: {memory: 1.5}",
+                 CRATER_EUNIT,
+                 "t.yaml:1:13: resources.memory: '1.5' has no unit: write "
+                 "1.5Mi or 1.5M");
+    decode_fails("{\"resources\": {\"memory\": \"512\"}}",
+                 CRATER_EUNIT,
+                 "t.yaml: resources.memory: '512' has no unit: write 512Mi "
+                 "or 512M");
+    s = decode_ok("resources: {memory: 0, gpu: {count: 1, memory: 0}}");
+    ck_assert_uint_eq(s->resources.memory_bytes, 0);
+    crater_jobspec_destroy(s);
+    s = decode_ok("{\"resources\": {\"memory\": 536870912, \"gpu\": "
+                  "{\"count\": 1, \"memory\": 21474836480}}}");
+    ck_assert_uint_eq(s->resources.memory_bytes, 512ull << 20);
+    ck_assert_uint_eq(s->resources.gpu.memory_bytes, 20ull << 30);
+    /* the normalised spec, as craterd re-reads it from its store */
+    norm = crater_jobspec_encode(s);
+    crater_jobspec_destroy(s);
+    ck_assert_int_eq(json_integer_value(
+                         json_object_get(json_object_get(norm, "resources"),
+                                         "memory")),
+                     512ll << 20);
+    crater_dec_init(&d, NULL, 0, &err);
+    s = NULL;
+    ck_assert_msg(crater_jobspec_decode(&d, norm, &s) == 0, "%s", err.text);
+    ck_assert_uint_eq(s->resources.memory_bytes, 512ull << 20);
+    ck_assert_uint_eq(s->resources.gpu.memory_bytes, 20ull << 30);
+    crater_jobspec_destroy(s);
+    json_decref(norm);
 }
 END_TEST
 
@@ -1498,6 +1554,7 @@ static Suite *jobspec_suite(void)
     tcase_add_test(tc, test_full_spec_resources);
     tcase_add_test(tc, test_full_spec_values);
     tcase_add_test(tc, test_quantities);
+    tcase_add_test(tc, test_sizes_need_units);
     tcase_add_test(tc, test_gpu_forms);
     tcase_add_test(tc, test_deadline);
     tcase_add_test(tc, test_command_and_env);

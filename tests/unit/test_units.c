@@ -152,6 +152,37 @@ START_TEST(errors_name_the_problem)
 }
 END_TEST
 
+/* Issue 11: `--mem 512` meant 512 bytes and the job was OOM-killed; a size
+ * a person writes needs a unit (Slurm users mean megabytes). */
+START_TEST(size_needs_a_unit)
+{
+    crater_error_t err;
+    uint64_t v = 7;
+
+    ck_assert_int_eq(crater_parse_size("512", &v, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNIT);
+    ck_assert_str_eq(err.text, "'512' has no unit: write 512Mi or 512M");
+    ck_assert_uint_eq(v, 7); /* untouched on error */
+    ck_assert_int_eq(crater_parse_size("1.5", &v, &err), -1);
+    ck_assert_str_eq(err.text, "'1.5' has no unit: write 1.5Mi or 1.5M");
+    ck_assert_int_eq(crater_parse_size("1e3", &v, &err), -1);
+    ck_assert_int_eq(crater_parse_size("20GB/s", &v, &err), -1);
+    ck_assert_str_eq(err.text,
+                     "'20GB/s': 'GB/s' is a bandwidth unit, expected a memory "
+                     "size (e.g. 20Gi or 20GB)");
+    ck_assert_int_eq(crater_parse_size("512Mi", &v, &err), 0);
+    ck_assert_uint_eq(v, 512ull << 20);
+    ck_assert_int_eq(crater_parse_size("512M", &v, &err), 0);
+    ck_assert_uint_eq(v, 512000000ull);
+    ck_assert_int_eq(crater_parse_size("4096B", &v, &err), 0);
+    ck_assert_uint_eq(v, 4096);
+    ck_assert_int_eq(crater_parse_size("0", &v, &err), 0); /* zero is zero */
+    ck_assert_uint_eq(v, 0);
+    /* the plain parser (hardware files, config) still takes bytes */
+    ck_assert_uint_eq(ok("512", CRATER_DIM_BYTES), 512);
+}
+END_TEST
+
 START_TEST(max_values_exact)
 {
     ck_assert_uint_eq(ok("18446744073709551615", CRATER_DIM_BYTES), UINT64_MAX);
@@ -201,6 +232,7 @@ int main(void)
     tcase_add_test(tc, bandwidth);
     tcase_add_test(tc, iops);
     tcase_add_test(tc, errors_name_the_problem);
+    tcase_add_test(tc, size_needs_a_unit);
     tcase_add_test(tc, max_values_exact);
     tcase_add_test(tc, format_round_trips);
     suite_add_tcase(s, tc);
