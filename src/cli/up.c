@@ -10,7 +10,14 @@
  * machine, limited by cgroups as the file's nodes say). Ctrl-C stops the
  * agents (their tasks get SIGTERM, a short grace, SIGKILL) and then the
  * daemon, which finishes its queued commits.
+ *
+ * The CLI finds this cluster with no settings when it runs in the same
+ * directory: up writes the URL it actually serves on to <data>/server and
+ * the admin token to <data>/admin.token, and the CLI reads var/server and
+ * var/admin.token (cli_conn_resolve). The server file is removed on a clean
+ * stop so that a later CLI does not chase a cluster that is gone.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +31,7 @@
 #include "daemon/buildinfo.h"
 #include "daemon/daemon.h"
 #include "daemon/process.h"
+#include "net/cli_pure.h"
 
 #define MAX_AGENTS 256
 
@@ -166,12 +174,56 @@ static crater_agent_t *one_agent(crater_daemon_t *d,
     return a;
 }
 
+/* Is dir the data directory the CLI looks in ("./var", "var/", ...)? */
+static bool cli_finds(const char *dir)
+{
+    size_t n;
+
+    while (!strncmp(dir, "./", 2))
+        dir += 2;
+    n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return n == strlen(CLI_LOCAL_DATA_DIR)
+           && !strncmp(dir, CLI_LOCAL_DATA_DIR, n);
+}
+
+static void server_file(const up_opts_t *o, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/server", o->data);
+}
+
+/* Write the URL to <data>/server (whole or not at all: tmp + rename). */
+static void write_server_file(const up_opts_t *o, const char *server)
+{
+    char path[4096], tmp[4200];
+    FILE *f;
+
+    server_file(o, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (!(f = fopen(tmp, "w"))) {
+        fprintf(stderr,
+                "crater up: cannot write %s: %s\n",
+                tmp,
+                strerror(errno));
+        return;
+    }
+    fprintf(f, "%s\n", server);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr,
+                "crater up: cannot write %s: %s\n",
+                path,
+                strerror(errno));
+        unlink(tmp);
+    }
+}
+
 static void print_banner(crater_daemon_t *d,
                          const up_opts_t *o,
                          const char *server,
                          size_t nagents)
 {
-    char tok[128] = "", path[4096];
+    char tok[128] = "", path[4096], found[4200];
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/admin.token", o->data);
@@ -182,14 +234,21 @@ static void print_banner(crater_daemon_t *d,
         fclose(f);
     }
     (void)d;
+    if (cli_finds(o->data))
+        snprintf(found,
+                 sizeof(found),
+                 "(in this directory the CLI finds this server and %s by\n"
+                 " itself; elsewhere set\n",
+                 path);
+    else
+        snprintf(found, sizeof(found), "(for the CLI, set\n");
     printf("crater %s is up: API on %s, %zu agent%s, data in %s\n"
            "admin token (also in %s): %s\n\n"
            "In another shell:\n"
            "  ./crater run --cpu 1 --mem 256Mi -- echo hello from crater\n"
            "  ./crater get jobs\n"
            "  ./crater logs 1\n"
-           "(the CLI finds this server and %s by itself; elsewhere set\n"
-           " CRATER_SERVER=%s CRATER_TOKEN=<token>)\n"
+           "%s CRATER_SERVER=%s CRATER_TOKEN=<token>)\n"
            "Ctrl-C stops the cluster.\n",
            crater_version(),
            server,
@@ -198,7 +257,7 @@ static void print_banner(crater_daemon_t *d,
            o->data,
            path,
            tok,
-           path,
+           found,
            server);
     fflush(stdout);
 }
@@ -209,7 +268,7 @@ static int run_cluster(const up_opts_t *o, crater_config_t *cfg)
      * nodes of the file without an agent would stay Unknown forever */
     crater_daemon_opts_t dopt = {.listen = o->listen, .data_dir = o->data};
     crater_agent_t *agents[MAX_AGENTS] = {0};
-    char server[128], **names = NULL;
+    char server[CLI_CONN_MAX], path[4096], **names = NULL;
     crater_error_t err;
     crater_daemon_t *d;
     size_t n = 0, started = 0;
@@ -221,17 +280,22 @@ static int run_cluster(const up_opts_t *o, crater_config_t *cfg)
         fprintf(stderr, "crater up: %s\n", err.text);
         goto out;
     }
-    snprintf(server,
-             sizeof(server),
-             "http://127.0.0.1:%u",
-             crater_daemon_port(d));
+    if (cli_local_url(o->listen, crater_daemon_port(d), server, sizeof(server))
+        < 0)
+        snprintf(server,
+                 sizeof(server),
+                 "http://127.0.0.1:%u",
+                 crater_daemon_port(d));
     for (size_t i = 0; i < n; i++)
         if ((agents[i] = one_agent(d, o, cfg, names ? names[i] : NULL, server)))
             started++;
     if (started == n) {
+        write_server_file(o, server);
         print_banner(d, o, server, n);
         crater_proc_wait_stop();
         printf("\nstopping...\n");
+        server_file(o, path, sizeof(path));
+        unlink(path);
         rc = CLI_EXIT_OK;
     }
     for (size_t i = 0; i < n; i++)

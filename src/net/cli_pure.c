@@ -134,6 +134,20 @@ static int load_conf(const char *path,
     return rc;
 }
 
+/* The first line of the file `crater up` wrote; NULL when there is none. */
+static const char *local_server(const char *path, char *buf, size_t size)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+
+    if (!f)
+        return NULL;
+    if (!fgets(buf, (int)size, f))
+        buf[0] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    fclose(f);
+    return nonempty(buf);
+}
+
 static int pick_server(const cli_conn_in_t *in,
                        const struct file_conf *fc,
                        const char *path,
@@ -141,6 +155,7 @@ static int pick_server(const cli_conn_in_t *in,
                        crater_error_t *err)
 {
     const char *v = CLI_DEFAULT_SERVER, *from = "default";
+    char local[CLI_CONN_MAX];
     size_t n;
 
     if (nonempty(in->flag_server))
@@ -149,6 +164,8 @@ static int pick_server(const cli_conn_in_t *in,
         v = in->env_server, from = "CRATER_SERVER";
     else if (fc->server)
         v = fc->server, from = path;
+    else if (local_server(in->local_server_file, local, sizeof(local)))
+        v = local, from = in->local_server_file;
     if (check_url(v, from, err, "server") < 0
         || copy_setting(out->server, v, from, err) < 0
         || copy_setting(out->server_from, from, "config path", err) < 0)
@@ -215,7 +232,12 @@ int cli_conn_resolve(const cli_conn_in_t *in,
         rc = pick_server(in, &fc, path, &c, err);
     if (rc == 0)
         rc = pick_token(in, &fc, &c, err);
-    if (rc == 0 && !c.token[0] && is_loopback(c.server))
+    /* a server named by `crater up`'s own file is that cluster, whatever
+     * address it listens on, so its admin token is the one to use */
+    if (rc == 0 && !c.token[0]
+        && (is_loopback(c.server)
+            || (in->local_server_file
+                && !strcmp(c.server_from, in->local_server_file))))
         local_token(in->local_token_file, &c);
     if (rc == 0)
         *out = c;
@@ -236,10 +258,33 @@ int cli_conn_from_env(const char *flag_server,
         .env_token = getenv("CRATER_TOKEN"),
         .home = getenv("HOME"),
         .xdg_config_home = getenv("XDG_CONFIG_HOME"),
-        .local_token_file = "var/admin.token",
+        .local_server_file = CLI_LOCAL_SERVER_FILE,
+        .local_token_file = CLI_LOCAL_TOKEN_FILE,
     };
 
     return cli_conn_resolve(&in, out, err);
+}
+
+static bool host_is(const char *host, size_t len, const char *want)
+{
+    return len == strlen(want) && strncmp(host, want, len) == 0;
+}
+
+int cli_local_url(const char *listen, unsigned port, char *buf, size_t size)
+{
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+    size_t hlen = colon ? (size_t)(colon - listen) : 0;
+    int n;
+
+    if (!colon)
+        return -1;
+    if (hlen == 0 || host_is(listen, hlen, "0.0.0.0"))
+        n = snprintf(buf, size, "http://127.0.0.1:%u", port);
+    else if (host_is(listen, hlen, "[::]"))
+        n = snprintf(buf, size, "http://[::1]:%u", port);
+    else
+        n = snprintf(buf, size, "http://%.*s:%u", (int)hlen, listen, port);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
 /* ======================================================================

@@ -30,8 +30,13 @@ typedef struct cli_conn_in {
     const char *flag_server, *flag_token; /* --server, --token */
     const char *env_server, *env_token;   /* CRATER_SERVER, CRATER_TOKEN */
     const char *home, *xdg_config_home;   /* $HOME, $XDG_CONFIG_HOME */
-    /* last resort for the token when the server is on loopback: the
-     * admin token `crater up` wrote ("var/admin.token"); may be NULL */
+    /* after the config file, before the default: the URL `crater up`
+     * wrote ("var/server"), so a cluster on a non-default --listen is
+     * found too; a missing file is no error; may be NULL */
+    const char *local_server_file;
+    /* last resort for the token when the server is on loopback or came
+     * from local_server_file: the admin token `crater up` wrote
+     * ("var/admin.token"); may be NULL */
     const char *local_token_file;
 } cli_conn_in_t;
 
@@ -51,13 +56,27 @@ int cli_config_path(const char *home, const char *xdg, char *buf, size_t size);
 /* Each setting independently: flag, else environment, else the config
  * file (a YAML mapping with the keys `server` and `token`, loaded with
  * crater_doc; other keys are errors naming the key and file:line:col),
- * else the default (server CLI_DEFAULT_SERVER, no token). The file is read
+ * else for the server the URL in local_server_file, else the default
+ * (server CLI_DEFAULT_SERVER, no token). The file is read
  * whenever it exists, so an error in it is reported even when flags
  * override it. A server must be an http:// or https:// URL; the error
  * names where the bad value came from. */
 int cli_conn_resolve(const cli_conn_in_t *in,
                      cli_conn_t *out,
                      crater_error_t *err);
+
+/* The files `crater up` writes in its data directory and the CLI reads
+ * (relative to the current directory) when nothing else names a server. */
+#define CLI_LOCAL_DATA_DIR "var"
+#define CLI_LOCAL_SERVER_FILE "var/server"
+#define CLI_LOCAL_TOKEN_FILE "var/admin.token"
+
+/* The URL a client on this machine reaches a server listening on listen
+ * ("host:port" or "[v6]:port", as craterd's --listen) at its bound port:
+ * a wildcard or empty host becomes loopback ("0.0.0.0:0" and port 41234
+ * give "http://127.0.0.1:41234", "[::]:7480" gives "http://[::1]:7480"),
+ * any other host is kept. -1 when listen has no ':' or buf is too small. */
+int cli_local_url(const char *listen, unsigned port, char *buf, size_t size);
 
 /* cli_conn_resolve with the environment read by getenv(). */
 int cli_conn_from_env(const char *flag_server,

@@ -495,6 +495,92 @@ START_TEST(conn_bad_flag_and_env)
 }
 END_TEST
 
+/* Issue 11: `crater up --listen` on another port must still be found by
+ * the CLI: up writes the URL to var/server, read after the config file. */
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+
+    ck_assert_ptr_nonnull(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+START_TEST(conn_finds_crater_up)
+{
+    char srv[128], tok[128], xdg[128];
+    cli_conn_in_t in = {.home = "/nonexistent-home"};
+    crater_error_t err;
+    cli_conn_t c;
+
+    make_tmp();
+    snprintf(srv, sizeof(srv), "%s/server", tmpdir);
+    snprintf(tok, sizeof(tok), "%s/admin.token", tmpdir);
+    in.local_server_file = srv;
+    in.local_token_file = tok;
+    /* no file yet: the default, with the local token (loopback) */
+    write_file(tok, "crt_up\n");
+    ck_assert_int_eq(cli_conn_resolve(&in, &c, &err), 0);
+    ck_assert_str_eq(c.server, "http://127.0.0.1:7480");
+    ck_assert_str_eq(c.token, "crt_up");
+    /* crater up --listen 127.0.0.1:9123 */
+    write_file(srv, "http://127.0.0.1:9123\n");
+    ck_assert_int_eq(cli_conn_resolve(&in, &c, &err), 0);
+    ck_assert_str_eq(c.server, "http://127.0.0.1:9123");
+    ck_assert_str_eq(c.server_from, srv);
+    ck_assert_str_eq(c.token, "crt_up");
+    /* crater up --listen 10.1.2.3:9123: not loopback, but its own token */
+    write_file(srv, "http://10.1.2.3:9123\n");
+    ck_assert_int_eq(cli_conn_resolve(&in, &c, &err), 0);
+    ck_assert_str_eq(c.server, "http://10.1.2.3:9123");
+    ck_assert_str_eq(c.token, "crt_up");
+    /* the environment and the config file still win */
+    in.env_server = "http://env:1";
+    ck_assert_int_eq(cli_conn_resolve(&in, &c, &err), 0);
+    ck_assert_str_eq(c.server, "http://env:1");
+    ck_assert_str_eq(c.token, "");
+    in.env_server = NULL;
+    snprintf(xdg, sizeof(xdg), "%s/xdg", tmpdir);
+    write_conf(xdg, "server: http://file.example:7480\n");
+    in.xdg_config_home = xdg;
+    ck_assert_int_eq(cli_conn_resolve(&in, &c, &err), 0);
+    ck_assert_str_eq(c.server, "http://file.example:7480");
+    in.xdg_config_home = NULL;
+    /* a damaged file is an error naming it */
+    write_file(srv, "localhost:9123\n");
+    ck_assert_int_eq(cli_conn_resolve(&in, &c, &err), -1);
+    ck_assert(strstr(err.text, srv) != NULL);
+    ck_assert(strstr(err.text, "'localhost:9123'") != NULL);
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(local_url_of_listen)
+{
+    char b[64];
+
+    ck_assert_int_eq(cli_local_url("127.0.0.1:7480", 7480, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://127.0.0.1:7480");
+    /* the bound port, not the asked one (":0" picks a free port) */
+    ck_assert_int_eq(cli_local_url("127.0.0.1:0", 41234, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://127.0.0.1:41234");
+    ck_assert_int_eq(cli_local_url("0.0.0.0:9000", 9000, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://127.0.0.1:9000");
+    ck_assert_int_eq(cli_local_url(":9000", 9000, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://127.0.0.1:9000");
+    ck_assert_int_eq(cli_local_url("[::]:9000", 9000, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://[::1]:9000");
+    ck_assert_int_eq(cli_local_url("[::1]:9000", 9000, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://[::1]:9000");
+    ck_assert_int_eq(cli_local_url("10.1.2.3:9000", 9000, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://10.1.2.3:9000");
+    ck_assert_int_eq(cli_local_url("0.0:9000", 9000, b, sizeof(b)), 0);
+    ck_assert_str_eq(b, "http://0.0:9000");
+    ck_assert_int_eq(cli_local_url("nocolon", 1, b, sizeof(b)), -1);
+    ck_assert_int_eq(cli_local_url("127.0.0.1:1", 1, b, 8), -1);
+}
+END_TEST
+
 /* ---- job helpers ------------------------------------------------------------
  */
 
@@ -892,6 +978,8 @@ static Suite *suite(void)
     tcase_add_test(conn, conn_home_and_xdg);
     tcase_add_test(conn, conn_file_errors);
     tcase_add_test(conn, conn_bad_flag_and_env);
+    tcase_add_test(conn, conn_finds_crater_up);
+    tcase_add_test(conn, local_url_of_listen);
     tcase_add_test(text, yaml_split_documents);
     tcase_add_test(text, jobs_path_encodes);
     tcase_add_test(text, job_exit_status);
