@@ -1,4 +1,5 @@
-# Thin wrapper over CMake. `make` builds a release-ish tree in build/;
+# Thin wrapper over CMake. `make` builds a release-ish tree in build/
+# (`make cli` only what ./crater runs);
 # `make test` builds an ASan+UBSan tree in build-asan/ and runs ctest there
 # (unit tests, integration tests and bounded fuzz runs).
 BUILD      ?= build
@@ -6,11 +7,18 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps test-deps test format format-check clean fuzz
+.PHONY: all cli deps test-deps test format format-check clean fuzz
 
 all: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# Only what ./crater runs: the crater program (crater up holds craterd and
+# the agents in-process) and the GPU-slice interposer its agents preload.
+# The test binaries are left to `make` and `make test`.
+cli: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target crater crater-gpuslice
 
 deps:
 	@scripts/deps.sh build
