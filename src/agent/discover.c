@@ -7,7 +7,12 @@
  *
  * Containers and VMs often hide NUMA: hwloc then reports no NUMA object
  * or zero local memory, and we fall back to one NUMA node 0 from sysconf
- * and /proc/meminfo rather than fail. A last pass sets every GPU or disk
+ * and /proc/meminfo rather than fail. Some VMs report NUMA nodes that
+ * hold only part of the memory (measured on a 24.7 GB VM: node0's
+ * meminfo says 5.2 GB, and hwloc with it), so the NUMA figures are
+ * checked against /proc/meminfo MemTotal, the memory the kernel actually
+ * manages, and raised to it when they fall short by more than 3%
+ * (crater_discover_fit_memory). A last pass sets every GPU or disk
  * NUMA id that has no cpus/memory entry to -1, because the hardware-file
  * schema (and the scheduler) require NUMA ids to exist.
  *
@@ -256,24 +261,63 @@ static hwloc_topology_t topo_load(void)
 
 /* ---- fallback: no NUMA information ---- */
 
-static uint64_t meminfo_total(void)
+static uint64_t meminfo_total(const char *proc_root)
 {
     unsigned long long kb = 0;
-    char line[256];
-    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256], path[1024];
+    FILE *f;
 
+    snprintf(path, sizeof(path), "%s/meminfo", proc_root ? proc_root : "/proc");
+    f = fopen(path, "r");
     while (f && fgets(line, sizeof(line), f))
         if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
             break;
     if (f)
         fclose(f);
-    return kb * 1024;
+    return kb <= UINT64_MAX / 1024 ? kb * 1024 : 0;
 }
 
-static int fallback(crater_node_t *out, crater_error_t *err)
+/* Threshold: per-node MemTotal and /proc/meminfo MemTotal count the same
+ * pages on a sound machine, so they agree to well under 1%; 3% leaves
+ * room for rounding and memory hot-plugged between the two reads. When
+ * raising, the difference goes to the entries in proportion to their
+ * capacity (the last one takes the rounding), which puts it all on node
+ * 0 of a single-NUMA VM: we cannot know where the hidden memory sits,
+ * and proportional keeps the nodes' ratios, which NUMA-local placement
+ * relies on. */
+int crater_discover_fit_memory(crater_node_t *n, const char *proc_root)
+{
+    uint64_t total = meminfo_total(proc_root), sum = 0, given = 0;
+
+    for (size_t i = 0; i < n->nmems; i++)
+        sum += n->mems[i].capacity;
+    if (!n->nmems || !sum || !total || sum >= total
+        || total - sum <= total / 100 * 3)
+        return 0;
+    crater_log(LOG_WARNING,
+               "NUMA nodes hold %llu bytes (%.1f GB) but /proc/meminfo "
+               "MemTotal is %llu bytes (%.1f GB): using MemTotal, spread "
+               "over %zu NUMA node(s) in proportion",
+               (unsigned long long)sum,
+               (double)sum / 1e9,
+               (unsigned long long)total,
+               (double)total / 1e9,
+               n->nmems);
+    for (size_t i = 0; i + 1 < n->nmems; i++) {
+        crater_mem_t *m = &n->mems[i];
+        m->capacity = (uint64_t)((long double)total * m->capacity / sum);
+        given += m->capacity;
+    }
+    n->mems[n->nmems - 1].capacity = total - given;
+    return 1;
+}
+
+static int fallback(const char *proc_root,
+                    crater_node_t *out,
+                    crater_error_t *err)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t mem = meminfo_total();
+    uint64_t mem = meminfo_total(proc_root);
 
     crater_debug(CRATER_SUB_AGENT, "hwloc gave no NUMA data: one node 0");
     if (!out->ncpus && n > 0) {
@@ -402,11 +446,19 @@ static int run(const crater_discover_opts_t *o,
     if (rc == 0 && t)
         rc = hw_numa(t, kb, out, err);
     if (rc == 0 && (!out->ncpus || !out->nmems))
-        rc = fallback(out, err);
+        rc = fallback(o->proc_root, out, err);
+    if (rc == 0)
+        crater_discover_fit_memory(out, o->proc_root);
     if (rc == 0 && !o->no_gpus)
         rc = gpus(o, t, kb, out, err);
     if (rc == 0)
-        rc = crater_discover_storage(o->sys_root, out, err);
+        rc = crater_discover_storage(o->sys_root,
+                                     o->no_disk_probe ? NULL
+                                     : o->disk_probe  ? o->disk_probe
+                                                      : crater_disk_probe,
+                                     o->disk_probe_arg,
+                                     out,
+                                     err);
     if (t)
         hwloc_topology_destroy(t);
     return rc;

@@ -1,13 +1,19 @@
 /* test_discover.c - NVML through dlopen against the stub library
- * (tests/data/nvmlstub), block devices from the fake sysfs tree
- * (tests/data/sysfs), and whole-machine discovery: the real hwloc view of
+ * (tests/data/nvmlstub), block devices from the fake sysfs trees
+ * (tests/data/sysfs, sysfs-vm) with an injected disk probe or none (so
+ * the figures do not depend on this machine's disks), NUMA memory checked
+ * against fake /proc/meminfo files (tests/data/proc), the real probe on a
+ * scratch file, and whole-machine discovery: the real hwloc view of
  * this machine plus the stub GPUs must encode to a hardware file that the
  * hardware-file decoder accepts and decodes back to the same node. */
 #include <check.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crater/discover.h"
 #include "crater/doc.h"
@@ -18,6 +24,10 @@
 #define GIB (1ull << 30)
 #define MIB (1ull << 20)
 #define SYSFS CRATER_SOURCE_DIR "/tests/data/sysfs"
+#define SYSFS_VM CRATER_SOURCE_DIR "/tests/data/sysfs-vm"
+#define PROC CRATER_SOURCE_DIR "/tests/data/proc"
+#define MB 1000000ull
+#define KIB 1024ull
 
 static crater_kb_t *kb;
 
@@ -239,7 +249,8 @@ START_TEST(storage_from_sysfs)
     crater_error_t err = {0};
     crater_storage_t *s;
 
-    ck_assert_int_eq(crater_discover_storage(SYSFS, &node, &err), 0);
+    ck_assert_int_eq(crater_discover_storage(SYSFS, NULL, NULL, &node, &err),
+                     0);
     ck_assert_uint_eq(node.nstorage, 3); /* loop0 dm-0 zram0 sdb skipped */
     s = node.storage;
     ck_assert_str_eq(s[0].device, "nvme0n1");
@@ -249,22 +260,206 @@ START_TEST(storage_from_sysfs)
     ck_assert_uint_eq(s[0].queue_depth, 1023);
     ck_assert_str_eq(s[0].model, "SAMSUNG MZQL27T6HBLA-00A07");
     ck_assert_int_eq(s[0].numa_node, 0);
-    ck_assert_uint_eq(s[0].iops, 0);
+    /* no probe: each class's declared figures, never 0 */
+    ck_assert_uint_eq(s[0].iops, 200000);
+    ck_assert_uint_eq(s[0].bandwidth, 2000 * MB);
     ck_assert_str_eq(s[1].device, "nvme1n1");
     ck_assert_int_eq(s[1].iface, CRATER_IFACE_NETWORK); /* transport tcp */
     ck_assert_int_eq(s[1].numa_node, 7);
     ck_assert_ptr_null(s[1].model);
+    ck_assert_uint_eq(s[1].iops, 50000);
+    ck_assert_uint_eq(s[1].bandwidth, 1000 * MB);
     ck_assert_str_eq(s[2].device, "sda");
     ck_assert_int_eq(s[2].iface, CRATER_IFACE_SATA);
     ck_assert(s[2].rotational);
     ck_assert_uint_eq(s[2].queue_depth, 64);
     ck_assert_uint_eq(s[2].capacity, 7814037168ull * 512);
     ck_assert_int_eq(s[2].numa_node, -1);
+    ck_assert_uint_eq(s[2].iops, 150);
+    ck_assert_uint_eq(s[2].bandwidth, 150 * MB);
     crater_node_clear(&node);
     /* a root without block/ has no disks, and that is not an error */
-    ck_assert_int_eq(crater_discover_storage("/nonexistent", &node, &err), 0);
+    ck_assert_int_eq(crater_discover_storage("/nonexistent",
+                                             NULL,
+                                             NULL,
+                                             &node,
+                                             &err),
+                     0);
     ck_assert_uint_eq(node.nstorage, 0);
     crater_node_clear(&node);
+}
+END_TEST
+
+/* Cloud disks: virtio says rotational but is no HDD; EBS looks NVMe. */
+START_TEST(storage_declared_vm_classes)
+{
+    crater_node_t node = {0};
+    crater_error_t err = {0};
+    crater_storage_t *s;
+
+    ck_assert_int_eq(crater_discover_storage(SYSFS_VM, NULL, NULL, &node, &err),
+                     0);
+    ck_assert_uint_eq(node.nstorage, 3);
+    s = node.storage;
+    ck_assert_str_eq(s[0].device, "mmcblk0");
+    ck_assert_int_eq(s[0].iface, CRATER_IFACE_UNKNOWN);
+    ck_assert_uint_eq(s[0].iops, 1000);
+    ck_assert_uint_eq(s[0].bandwidth, 100 * MB);
+    ck_assert_str_eq(s[1].device, "nvme0n1");
+    ck_assert_int_eq(s[1].iface, CRATER_IFACE_NVME);
+    ck_assert_str_eq(s[1].model, "Amazon Elastic Block Store");
+    ck_assert_uint_eq(s[1].iops, 3000);
+    ck_assert_uint_eq(s[1].bandwidth, 125 * MB);
+    ck_assert_str_eq(s[2].device, "vda");
+    ck_assert_int_eq(s[2].iface, CRATER_IFACE_VIRTIO);
+    ck_assert(s[2].rotational);
+    ck_assert_uint_eq(s[2].iops, 3000);
+    ck_assert_uint_eq(s[2].bandwidth, 125 * MB);
+    crater_node_clear(&node);
+}
+END_TEST
+
+/* A fake probe: measures nvme0n1, fails elsewhere; records its calls. */
+typedef struct probe_log {
+    char calls[8][32];
+    unsigned budget[8];
+    int n;
+} probe_log_t;
+
+static int fake_probe(const char *device,
+                      unsigned budget_ms,
+                      uint64_t *iops,
+                      uint64_t *bandwidth,
+                      void *arg)
+{
+    probe_log_t *l = arg;
+
+    ck_assert_int_lt(l->n, 8);
+    snprintf(l->calls[l->n], sizeof(l->calls[0]), "%s", device);
+    l->budget[l->n++] = budget_ms;
+    if (strcmp(device, "nvme0n1") != 0) {
+        errno = EACCES;
+        return -1;
+    }
+    *iops = 654321;
+    *bandwidth = 6500 * MB;
+    return 0;
+}
+
+START_TEST(storage_probe_injected)
+{
+    crater_node_t node = {0};
+    crater_error_t err = {0};
+    probe_log_t l = {0};
+    crater_storage_t *s;
+
+    ck_assert_int_eq(crater_discover_storage(SYSFS,
+                                             fake_probe,
+                                             &l,
+                                             &node,
+                                             &err),
+                     0);
+    s = node.storage;
+    ck_assert_uint_eq(node.nstorage, 3);
+    /* the rotational sda is never probed (it could be asleep) */
+    ck_assert_int_eq(l.n, 2);
+    ck_assert_str_eq(l.calls[0], "nvme0n1");
+    ck_assert_str_eq(l.calls[1], "nvme1n1");
+    ck_assert_uint_le(l.budget[0], 150);
+    ck_assert_uint_ge(l.budget[0], 30);
+    ck_assert_uint_eq(s[0].iops, 654321); /* measured */
+    ck_assert_uint_eq(s[0].bandwidth, 6500 * MB);
+    ck_assert_uint_eq(s[1].iops, 50000); /* probe failed: declared */
+    ck_assert_uint_eq(s[2].iops, 150);
+    crater_node_clear(&node);
+}
+END_TEST
+
+/* The real probe, on files: refusals, then a sparse 64 MiB file (its
+ * figures mean nothing, but the AIO path runs end to end). */
+START_TEST(real_probe_on_file)
+{
+    char dir[] = "probe-XXXXXX", path[64];
+    uint64_t iops = 0, bw = 0;
+    int fd, rc;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(crater_disk_probe("nope", 50, &iops, &bw, dir), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_int_eq(crater_disk_probe("../x", 50, &iops, &bw, dir), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    snprintf(path, sizeof(path), "%s/small", dir);
+    fd = open(path, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+    close(fd);
+    rc = crater_disk_probe("small", 50, &iops, &bw, dir);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(errno == ERANGE || errno == EINVAL); /* EINVAL: no O_DIRECT */
+    snprintf(path, sizeof(path), "%s/big", dir);
+    fd = open(path, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 64 << 20), 0);
+    close(fd);
+    rc = crater_disk_probe("big", 60, &iops, &bw, dir);
+    if (rc < 0) /* a filesystem without O_DIRECT, or no AIO here */
+        ck_assert_msg(errno == EINVAL || errno == ENOSYS || errno == EAGAIN
+                          || errno == EPERM,
+                      "%s",
+                      strerror(errno));
+    else
+        ck_assert(iops > 0 && bw > 0);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/small", dir);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+static crater_node_t mem_node(size_t n, const uint64_t *cap)
+{
+    crater_node_t node = {0};
+
+    node.mems = calloc(n, sizeof(*node.mems));
+    ck_assert_ptr_nonnull(node.mems);
+    for (size_t i = 0; i < n; i++)
+        node.mems[i] = (crater_mem_t){.numa_node = (int)i, .capacity = cap[i]};
+    node.nmems = n;
+    return node;
+}
+
+/* This VM: node0 meminfo 5203704 kB, /proc/meminfo 24683584 kB. */
+START_TEST(memory_short_numa_raised)
+{
+    uint64_t one[] = {5203704 * KIB}, two[] = {3 * GIB, 1 * GIB};
+    crater_node_t n = mem_node(1, one);
+
+    ck_assert_int_eq(crater_discover_fit_memory(&n, PROC "/vm-numa-short"), 1);
+    ck_assert_uint_eq(n.mems[0].capacity, 24683584 * KIB);
+    crater_node_clear(&n);
+    /* two nodes 3:1 keep their ratio and sum to MemTotal exactly */
+    n = mem_node(2, two);
+    ck_assert_int_eq(crater_discover_fit_memory(&n, PROC "/vm-numa-short"), 1);
+    ck_assert_uint_eq(n.mems[0].capacity + n.mems[1].capacity, 24683584 * KIB);
+    ck_assert_uint_eq(n.mems[0].capacity, 24683584 * KIB / 4 * 3);
+    crater_node_clear(&n);
+}
+END_TEST
+
+START_TEST(memory_close_enough_kept)
+{
+    uint64_t near[] = {24683584 * KIB / 100 * 98}, above[] = {30 * GIB};
+    crater_node_t n = mem_node(1, near);
+
+    ck_assert_int_eq(crater_discover_fit_memory(&n, PROC "/vm-numa-short"), 0);
+    ck_assert_uint_eq(n.mems[0].capacity, near[0]);
+    crater_node_clear(&n);
+    n = mem_node(1, above); /* above MemTotal: NUMA figures kept */
+    ck_assert_int_eq(crater_discover_fit_memory(&n, PROC "/vm-numa-short"), 0);
+    ck_assert_uint_eq(n.mems[0].capacity, 30 * GIB);
+    ck_assert_int_eq(crater_discover_fit_memory(&n, "/nonexistent"), 0);
+    ck_assert_uint_eq(n.mems[0].capacity, 30 * GIB);
+    crater_node_clear(&n);
 }
 END_TEST
 
@@ -370,7 +565,8 @@ START_TEST(discover_with_stub_and_fake_sysfs)
 {
     crater_discover_opts_t o = {.name = "Test_Node",
                                 .nvml_lib = NVMLSTUB_PATH,
-                                .sys_root = SYSFS};
+                                .sys_root = SYSFS,
+                                .no_disk_probe = true};
     crater_node_t n;
 
     discover(&o, &n);
@@ -384,6 +580,8 @@ START_TEST(discover_with_stub_and_fake_sysfs)
     ck_assert_str_eq(n.storage[2].device, "sda");
     ck_assert(n.storage[2].rotational);
     ck_assert_int_eq(n.storage[1].numa_node, -1); /* node 7: not here */
+    for (size_t i = 0; i < n.nstorage; i++)
+        ck_assert_uint_gt(n.storage[i].iops, 0);
     round_trip(&n);
     crater_node_clear(&n);
     o.no_gpus = true;
@@ -400,6 +598,22 @@ START_TEST(discover_this_machine)
 
     discover(NULL, &n);
     ck_assert_ptr_nonnull(n.name);
+    round_trip(&n);
+    crater_node_clear(&n);
+}
+END_TEST
+
+/* Whatever this machine's NUMA nodes say, a MemTotal of 64 TiB above them
+ * is what discovery reports (before the fix: the NUMA sum). */
+START_TEST(discover_memory_from_meminfo)
+{
+    crater_discover_opts_t o = {.no_gpus = true,
+                                .sys_root = "/nonexistent",
+                                .proc_root = PROC "/huge-mem"};
+    crater_node_t n;
+
+    discover(&o, &n);
+    ck_assert_uint_eq(crater_node_memory_bytes(&n), 64ull << 40);
     round_trip(&n);
     crater_node_clear(&n);
 }
@@ -437,9 +651,15 @@ int main(void)
     tcase_add_test(tc, nvswitch_and_no_link_peers);
     tcase_add_test(tc, stub_util_and_procs);
     tcase_add_test(tc, storage_from_sysfs);
+    tcase_add_test(tc, storage_declared_vm_classes);
+    tcase_add_test(tc, storage_probe_injected);
+    tcase_add_test(tc, real_probe_on_file);
+    tcase_add_test(tc, memory_short_numa_raised);
+    tcase_add_test(tc, memory_close_enough_kept);
     tcase_add_test(tc, node_names);
     tcase_add_test(tc, discover_with_stub_and_fake_sysfs);
     tcase_add_test(tc, discover_this_machine);
+    tcase_add_test(tc, discover_memory_from_meminfo);
     tcase_add_test(tc, discover_missing_nvml_is_no_gpus);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
