@@ -79,6 +79,9 @@ typedef struct crater_config {
         uint64_t job_retention_ms;          /* server.jobRetention */
     } server;
     struct {
+        uint64_t max_bytes; /* logs.maxBytes (per stream and attempt) */
+    } logs;
+    struct {
         crater_store_backend_t backend; /* store.backend */
         char **etcd_endpoints;          /* store.etcdEndpoints */
     } store;

@@ -1,20 +1,25 @@
-/* agent.c - the agent's two threads and its conversation with craterd.
+/* agent.c - the agent's threads and its conversation with craterd
+ * (protocol CRATER_AGENT_PROTOCOL, doc/agent.md).
  *
- * Work thread: register (hardware document, learns the work channel's
- * sequence number and the heartbeat interval), then long-poll
- * GET /agents/{node}/work?after=SEQ and apply each order: start a task
- * (ignored when that job and attempt already run here) or stop one
- * (SIGTERM now, SIGKILL of its cgroup after the grace period). After any
- * failure it backs off (100 ms doubling to 5 s) and registers again, which
- * is what makes a craterd restart or a network partition harmless: craterd
- * re-sends what should run here and stops what should not.
+ * At start, before any thread runs, the agent adopts the tasks an earlier
+ * agent left running (taskstate.c): tasks survive an agent crash.
  *
- * Supervisor thread, every 100 ms: reap exited tasks, SIGKILL tasks past
- * their grace period, ship new log bytes (POST .../logs/{job}?offset=N,
- * idempotent), and heartbeat every heartbeatInterval (at once when a task
- * finished) with the machine's samples and every task's state. A finished
- * task is forgotten only after a heartbeat reporting it was accepted, and
- * only after all its log bytes were shipped.
+ * Work thread: register (protocol version, hardware document and every
+ * task held here; learns the work channel's sequence number, the
+ * heartbeat interval and how much of each task's output craterd holds),
+ * then long-poll GET /agents/{node}/work?after=SEQ and apply each order:
+ * start a task (ignored when that job and attempt already run here) or
+ * stop one (SIGTERM now, SIGKILL of its cgroup after the grace period).
+ * After any failure it backs off (100 ms doubling to 5 s) and registers
+ * again, which is what makes a craterd restart or a network partition
+ * harmless: craterd re-sends what should run here and stops what should
+ * not.
+ *
+ * Supervisor thread, every 100 ms: notice ended tasks (their shim's exit
+ * file), SIGKILL tasks past their grace period, sample, run the GPU
+ * watchdog, and heartbeat every heartbeatInterval with the machine's
+ * samples and each running task's usage. Task events and output go to
+ * craterd from their own threads as they happen (report.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +40,6 @@
 
 #define TICK_MS 100
 #define POLL_WAIT_MS 5000
-#define LOG_CHUNK (512 * 1024)
 
 /* ---- hardware
  * ---------------------------------------------------------------- */
@@ -111,6 +115,47 @@ out:
 /* ---- register
  * ---------------------------------------------------------------- */
 
+/* Every task held here (caller holds a->mu). */
+static json_t *held_tasks(crater_agent_t *a)
+{
+    json_t *v = json_array();
+
+    for (size_t i = 0; v && i < a->ntasks; i++)
+        json_array_append_new(v, task_held(a->tasks[i]));
+    return v;
+}
+
+/* The register answer: craterd's log offsets for adopted tasks (whose
+ * output a previous agent may have shipped in part); events again. */
+static void after_register(crater_agent_t *a, json_t *resp)
+{
+    json_t *tasks = json_object_get(resp, "tasks"), *e;
+    size_t i;
+
+    json_array_foreach(tasks, i, e)
+    {
+        const char *job = json_string_value(json_object_get(e, "job"));
+        json_t *logs = json_object_get(e, "logs");
+        atask_t *t = job ? task_find(a,
+                                     job,
+                                     (uint32_t)json_integer_value(
+                                         json_object_get(e, "attempt")))
+                         : NULL;
+        if (!t || !t->log_resync)
+            continue;
+        t->log_sent[0] =
+            (uint64_t)json_integer_value(json_object_get(logs, "stdout"));
+        t->log_sent[1] =
+            (uint64_t)json_integer_value(json_object_get(logs, "stderr"));
+    }
+    for (i = 0; i < a->ntasks; i++) {
+        a->tasks[i]->log_resync = false;
+        a->tasks[i]->start_sent = false;
+        a->tasks[i]->exit_sent = false;
+    }
+    report_kick(a);
+}
+
 static int do_register(crater_agent_t *a, crater_error_t *err)
 {
     char path[512];
@@ -118,7 +163,17 @@ static int do_register(crater_agent_t *a, crater_error_t *err)
     int rc;
 
     snprintf(path, sizeof(path), "/api/v1/agents/%s/register", a->node.name);
-    body = json_pack("{s:s, s:O}", "version", crater_version(), "node", a->hw);
+    pthread_mutex_lock(&a->mu);
+    body = json_pack("{s:s, s:i, s:O, s:o}",
+                     "version",
+                     crater_version(),
+                     "protocol",
+                     CRATER_AGENT_PROTOCOL,
+                     "node",
+                     a->hw,
+                     "tasks",
+                     held_tasks(a));
+    pthread_mutex_unlock(&a->mu);
     rc = crater_client_json(a->work_client, "POST", path, body, &resp, err);
     json_decref(body);
     if (rc < 0)
@@ -130,8 +185,8 @@ static int do_register(crater_agent_t *a, crater_error_t *err)
     if (a->hb_interval_ms == 0)
         a->hb_interval_ms = 5000;
     a->need_register = false;
-    a->hb_now = true; /* the first heartbeat reconciles */
-    pthread_cond_signal(&a->wake);
+    a->hb_now = true;
+    after_register(a, resp);
     pthread_mutex_unlock(&a->mu);
     json_decref(resp);
     crater_log(LOG_INFO, "registered node %s with %s", a->node.name, a->server);
@@ -147,6 +202,8 @@ static void apply_item(crater_agent_t *a, json_t *it)
 
     if (op && strcmp(op, "start") == 0) {
         task_start(a, json_object_get(it, "task"));
+    } else if (op && strcmp(op, "resync") == 0) {
+        a->need_register = true; /* craterd saw this node come back */
     } else if (op && strcmp(op, "stop") == 0) {
         const char *job = json_string_value(json_object_get(it, "job"));
         uint32_t att =
@@ -235,60 +292,6 @@ static void *work_main(void *arg)
         backoff(a, &delay);
     }
     return NULL;
-}
-
-/* ---- logs
- * -------------------------------------------------------------------- */
-
-/* Ship new bytes of one stream; 1 when everything was sent. */
-static int ship_stream(crater_agent_t *a, atask_t *t, int s, char *buf)
-{
-    static const char *const names[2] = {"stdout", "stderr"};
-    char path[512];
-    ssize_t got;
-    long status = 0;
-    char *resp = NULL;
-    int fd = open(t->log_path[s], O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return 1;
-    got = pread(fd, buf, LOG_CHUNK, (off_t)t->log_sent[s]);
-    close(fd);
-    if (got <= 0)
-        return 1;
-    snprintf(path,
-             sizeof(path),
-             "/api/v1/agents/%s/logs/%s?stream=%s&offset=%" PRIu64,
-             a->node.name,
-             t->job,
-             names[s],
-             t->log_sent[s]);
-    if (crater_client_request(a->sup_client,
-                              "POST",
-                              path,
-                              "application/octet-stream",
-                              buf,
-                              (size_t)got,
-                              &status,
-                              &resp,
-                              NULL,
-                              NULL)
-            == 0
-        && status == 200)
-        t->log_sent[s] += (uint64_t)got;
-    free(resp);
-    return got < LOG_CHUNK && status == 200;
-}
-
-/* 1 when all logs of t are shipped. Called without a->mu: the task is
- * only read (its offsets belong to the supervisor thread). */
-static int ship_logs(crater_agent_t *a, atask_t *t, char *buf)
-{
-    int done = 1;
-
-    for (int s = 0; s < 2; s++)
-        done &= ship_stream(a, t, s, buf);
-    return done;
 }
 
 /* ---- heartbeat
@@ -380,46 +383,21 @@ static json_t *util_json(crater_agent_t *a)
                      gpus);
 }
 
-static void forget_reported(crater_agent_t *a, json_t *sent)
-{
-    size_t i;
-    json_t *r;
-
-    json_array_foreach(sent, i, r)
-    {
-        const char *job = json_string_value(json_object_get(r, "job"));
-        const char *st = json_string_value(json_object_get(r, "state"));
-        uint32_t att =
-            (uint32_t)json_integer_value(json_object_get(r, "attempt"));
-        atask_t *t = job ? task_find(a, job, att) : NULL;
-        if (t && t->state == AT_EXITED && strcmp(st, "running") != 0)
-            task_remove(a, t);
-    }
-}
-
-static void heartbeat(crater_agent_t *a, char *buf)
+static void heartbeat(crater_agent_t *a)
 {
     json_t *tasks = json_array(), *body, *resp = NULL;
     crater_error_t err;
     char path[512];
 
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < a->ntasks; i++) {
-        atask_t *t = a->tasks[i];
-        /* a finished task is reported once its logs are all shipped */
-        if (t->state == AT_EXITED && !ship_logs(a, t, buf))
-            continue;
-        json_array_append_new(tasks, task_report(a, t));
-    }
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->state == AT_RUNNING)
+            json_array_append_new(tasks, task_usage(a->tasks[i]));
     pthread_mutex_unlock(&a->mu);
-    body = json_pack("{s:o, s:O}", "util", util_json(a), "tasks", tasks);
+    body = json_pack("{s:o, s:o}", "util", util_json(a), "tasks", tasks);
     snprintf(path, sizeof(path), "/api/v1/agents/%s/heartbeat", a->node.name);
     if (crater_client_json(a->sup_client, "POST", path, body, &resp, &err)
-        == 0) {
-        pthread_mutex_lock(&a->mu);
-        forget_reported(a, tasks);
-        pthread_mutex_unlock(&a->mu);
-    } else {
+        < 0) {
         crater_log(LOG_WARNING,
                    "node %s: heartbeat: %s",
                    a->node.name,
@@ -430,26 +408,15 @@ static void heartbeat(crater_agent_t *a, char *buf)
     }
     json_decref(resp);
     json_decref(body);
-    json_decref(tasks);
-}
-
-static void ship_running(crater_agent_t *a, char *buf)
-{
-    pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < a->ntasks; i++)
-        if (a->tasks[i]->state == AT_RUNNING)
-            ship_logs(a, a->tasks[i], buf);
-    pthread_mutex_unlock(&a->mu);
 }
 
 static void *sup_main(void *arg)
 {
     crater_agent_t *a = arg;
-    char *buf = malloc(LOG_CHUNK);
-    int64_t next_ship = 0, next_sample = 0;
+    int64_t next_watch = 0, next_sample = 0;
     uint64_t every = a->cfg ? a->cfg->monitoring.sampling_interval_ms : 5000;
 
-    while (buf && !stopping(a)) {
+    while (!stopping(a)) {
         int64_t now = agent_now_ms();
         bool hb, reg;
         pthread_mutex_lock(&a->mu);
@@ -465,29 +432,45 @@ static void *sup_main(void *arg)
             crater_sampler_sample(a->sampler, (uint64_t)now, NULL);
             next_sample = now + (int64_t)(every ? every : 5000);
         }
-        if (now >= next_ship) {
+        if (now >= next_watch) {
             pthread_mutex_lock(&a->mu);
             agent_watchdog(a);
             pthread_mutex_unlock(&a->mu);
-            ship_running(a, buf);
-            next_ship = now + 1000;
+            next_watch = now + 1000;
         }
         if (hb)
-            heartbeat(a, buf);
+            heartbeat(a);
         usleep(TICK_MS * 1000);
     }
-    free(buf);
     return NULL;
 }
 
 /* ---- start / stop
  * ---------------------------------------------------------------- */
 
+/* DATA, DATA/logs (task output), DATA/tasks (task records), DATA/work
+ * (default working directories; 0711 so a task user reaches its own). */
+static int make_dirs(crater_agent_t *a, crater_error_t *err)
+{
+    static const char *const subs[] = {"", "/logs", "/tasks", "/work"};
+    char path[4096];
+
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        snprintf(path, sizeof(path), "%s%s", a->data_dir, subs[i]);
+        if (mkdir(path, i == 3 ? 0711 : 0755) < 0 && errno != EEXIST)
+            return crater_errorf(err,
+                                 CRATER_EIO,
+                                 "%s: %s",
+                                 path,
+                                 strerror(errno));
+    }
+    return 0;
+}
+
 static int open_parts(crater_agent_t *a,
                       const crater_agent_opts_t *o,
                       crater_error_t *err)
 {
-    char path[4096];
     crater_error_t nerr;
     crater_kb_t *kb = crater_kb_create();
     int rc;
@@ -501,15 +484,17 @@ static int open_parts(crater_agent_t *a,
     a->synthetic = a->node.samples == CRATER_SAMPLES_SYNTHETIC;
     if (!(a->hw = crater_hw_encode_node(&a->node)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    snprintf(path, sizeof(path), "%s/logs", a->data_dir);
-    if ((mkdir(a->data_dir, 0755) < 0 && errno != EEXIST)
-        || (mkdir(path, 0755) < 0 && errno != EEXIST))
-        return crater_errorf(err, CRATER_EIO, "%s: %s", path, strerror(errno));
+    if (make_dirs(a, err) < 0)
+        return -1;
     if (!(a->work_client = crater_client_create(o->server, o->token, err))
-        || !(a->sup_client = crater_client_create(o->server, o->token, err)))
+        || !(a->sup_client = crater_client_create(o->server, o->token, err))
+        || !(a->ev_client = crater_client_create(o->server, o->token, err))
+        || !(a->log_client = crater_client_create(o->server, o->token, err)))
         return -1;
     crater_client_set_timeout_ms(a->work_client, POLL_WAIT_MS + 10000);
     crater_client_set_timeout_ms(a->sup_client, 10000);
+    crater_client_set_timeout_ms(a->ev_client, 10000);
+    crater_client_set_timeout_ms(a->log_client, 30000);
     if (!(a->cg = crater_cg_open(o->cgroup_root,
                                  o->cgroup_parent ? o->cgroup_parent : "crater",
                                  err))
@@ -526,6 +511,23 @@ static int open_parts(crater_agent_t *a,
     return task_user(a, err);
 }
 
+static int start_threads(crater_agent_t *a)
+{
+    void *(*mains[])(
+        void *) = {work_main, sup_main, report_events_main, report_logs_main};
+    pthread_t *ids[] = {&a->work_thread,
+                        &a->sup_thread,
+                        &a->ev_thread,
+                        &a->log_thread};
+
+    for (size_t i = 0; i < 4; i++) {
+        if (pthread_create(ids[i], NULL, mains[i], a) != 0)
+            return -1;
+        a->nthreads++;
+    }
+    return 0;
+}
+
 crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
                                    crater_error_t *err)
 {
@@ -537,6 +539,8 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     }
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->wake, NULL);
+    pthread_cond_init(&a->ev_wake, NULL);
+    pthread_cond_init(&a->log_wake, NULL);
     a->cfg = o->cfg;
     a->stop_grace_ms = o->stop_grace_ms ? o->stop_grace_ms : 2000;
     a->server = strdup(o->server ? o->server : "http://127.0.0.1:7480");
@@ -552,12 +556,15 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     }
     if (open_parts(a, o, err) < 0)
         goto fail;
-    if (pthread_create(&a->work_thread, NULL, work_main, a) != 0
-        || pthread_create(&a->sup_thread, NULL, sup_main, a) != 0) {
+    if (taskstate_adopt(a) > 0)
+        crater_log(LOG_INFO,
+                   "node %s: adopted %zu task(s) of an earlier agent",
+                   a->node.name,
+                   a->ntasks);
+    if (start_threads(a) < 0) {
         crater_errorf(err, CRATER_EINTERNAL, "cannot start agent threads");
         goto fail;
     }
-    a->threads_started = true;
     return a;
 fail:
     crater_agent_stop(a);
@@ -594,6 +601,7 @@ void crater_agent_request_stop(crater_agent_t *a)
     pthread_mutex_lock(&a->mu);
     a->stopping = true;
     pthread_cond_broadcast(&a->wake);
+    report_kick(a);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -602,9 +610,13 @@ void crater_agent_stop(crater_agent_t *a)
     if (!a)
         return;
     crater_agent_request_stop(a);
-    if (a->threads_started) {
-        pthread_join(a->work_thread, NULL);
-        pthread_join(a->sup_thread, NULL);
+    {
+        pthread_t ids[] = {a->work_thread,
+                           a->sup_thread,
+                           a->ev_thread,
+                           a->log_thread};
+        for (size_t i = 0; i < a->nthreads; i++)
+            pthread_join(ids[i], NULL);
     }
     stop_tasks(a);
     while (a->ntasks > 0)
@@ -612,6 +624,8 @@ void crater_agent_stop(crater_agent_t *a)
     free(a->tasks);
     crater_client_destroy(a->work_client);
     crater_client_destroy(a->sup_client);
+    crater_client_destroy(a->ev_client);
+    crater_client_destroy(a->log_client);
     crater_cg_close(a->cg);
     crater_sampler_destroy(a->sampler);
     crater_nvml_close(a->nvml);
@@ -621,6 +635,8 @@ void crater_agent_stop(crater_agent_t *a)
     free(a->token);
     free(a->data_dir);
     pthread_cond_destroy(&a->wake);
+    pthread_cond_destroy(&a->ev_wake);
+    pthread_cond_destroy(&a->log_wake);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }

@@ -1,7 +1,12 @@
-/* internal.h - the agent's state, shared by src/agent/agent.c (protocol
- * threads) and src/agent/task.c (running tasks). Not a public header.
+/* internal.h - the agent's state, shared by src/agent/agent.c (register,
+ * work, heartbeat), src/agent/report.c (events and logs),
+ * src/agent/task.c (running tasks) and src/agent/taskstate.c (task records
+ * on disk, adoption). Not a public header.
  *
- * a->mu guards the task table; each thread has its own HTTP client.
+ * a->mu guards the task table; each thread has its own HTTP client. Only
+ * the log thread removes tasks (once their exit was acknowledged and their
+ * output shipped), so it may read a task's immutable fields and its own
+ * log offsets without the lock while it ships.
  */
 #ifndef CRATER_AGENT_INTERNAL_H
 #define CRATER_AGENT_INTERNAL_H
@@ -27,17 +32,31 @@ typedef enum atask_state {
 typedef struct atask {
     char *job;
     uint32_t attempt;
-    char cg[64]; /* cgroup name: "job-<id>-<attempt>-<instance>" */
-    pid_t pid;
+    char cg[64];         /* cgroup name: "job-<id>-<attempt>-<instance>" */
+    pid_t pid;           /* the task (its process group) */
+    pid_t shim;          /* its supervisor: waits for it, writes dir/exit */
+    uint64_t shim_start; /* the shim's start time (/proc/PID/stat field 22):
+                            a reused pid is not taken for it */
+    bool shim_child;     /* the shim is this agent's child: reap it */
+    bool adopted;        /* left running by an earlier agent */
+    char *dir;           /* DATA/tasks/<job>.<attempt>: task.json, exit */
+    char *workdir;       /* the default working directory made for it */
     atask_state_t state;
     int exit_code, signal;
     bool oom;
     bool stop_requested;
     bool killed;
-    int64_t started_ms;
+    int64_t started_ms, ended_ms; /* this machine's clock */
     int64_t kill_at_ms; /* SIGKILL the cgroup at this time; 0 = none */
-    char *log_path[2];  /* stdout, stderr */
+    /* reporting: events acknowledged by craterd */
+    bool start_sent, exit_sent;
+    /* logs (the log thread's): bytes shipped, size at exit, done */
+    char *log_path[2]; /* stdout, stderr */
     uint64_t log_sent[2];
+    uint64_t log_final[2];
+    bool log_done[2];
+    bool log_resync;      /* adopted: take log_from from register */
+    uint64_t log_from[2]; /* what craterd holds (register answer) */
     uint64_t mem_limit;
     uint64_t req_cpu_milli; /* requested (synthetic samples) */
     uint32_t ngpus;
@@ -58,8 +77,8 @@ struct crater_agent {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
-    pthread_t work_thread, sup_thread;
-    bool threads_started;
+    pthread_t work_thread, sup_thread, ev_thread, log_thread;
+    size_t nthreads; /* started, in the order work, sup, ev, log */
 
     char *server, *token, *data_dir;
     const crater_config_t *cfg;
@@ -70,6 +89,10 @@ struct crater_agent {
 
     crater_client_t *work_client; /* work thread only */
     crater_client_t *sup_client;  /* supervisor thread only */
+    crater_client_t *ev_client;   /* event thread only */
+    crater_client_t *log_client;  /* log thread only */
+    pthread_cond_t ev_wake;       /* an event to report */
+    pthread_cond_t log_wake;      /* output to ship */
     crater_cgroups_t *cg;
     crater_sampler_t *sampler;
     crater_nvml_t *nvml;
@@ -96,13 +119,45 @@ struct crater_agent {
 
 int64_t agent_now_ms(void);
 
+/* report.c: the event and log threads (started by agent.c) */
+void *report_events_main(void *arg);
+void *report_logs_main(void *arg);
+/* Wake the event thread (caller holds a->mu). */
+void report_kick(crater_agent_t *a);
+
+/* taskstate.c (callers hold a->mu, or run before the threads) */
+/* DATA/tasks/<job>.<attempt>/task.json: what an agent needs to adopt t. */
+int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err);
+/* Load every task record under DATA/tasks into the task table (adopted):
+ * running when its shim still lives, exited when the shim wrote its exit
+ * status, failed ("supervisor lost") when neither. Returns the count. */
+int taskstate_adopt(crater_agent_t *a);
+/* t's exit file, if written: 1 and *status, *ended_ms; 0 when absent. */
+int taskstate_exit(const atask_t *t, int *status, int64_t *ended_ms);
+/* pid is alive and started at start (clock ticks since boot); start 0 =
+ * any start. */
+bool taskstate_alive(pid_t pid, uint64_t start);
+/* The start time of pid (/proc/PID/stat field 22), 0 when unknown. */
+uint64_t taskstate_start_of(pid_t pid);
+/* Remove t's record and default working directory. */
+void taskstate_remove(const atask_t *t);
+
 /* task.c (callers hold a->mu) */
 atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt);
 int task_start(crater_agent_t *a, json_t *task);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
 void task_supervise(crater_agent_t *a, int64_t now);
-json_t *task_report(crater_agent_t *a, atask_t *t);
+int task_add(crater_agent_t *a, atask_t *t);
+/* Heartbeat entry of a running task: {job, attempt, usage}. */
+json_t *task_usage(atask_t *t);
+/* Event for craterd: started (pid, start time) or exited (code, signal,
+ * OOM, reason, end time, the log sizes at exit). */
+json_t *task_event(atask_t *t, bool exit);
+/* Register entry: {job, attempt, state: running|exited, pid, started_ms}. */
+json_t *task_held(atask_t *t);
 void task_free(crater_agent_t *a, atask_t *t);
+/* Take t out of the table and free it; an exited task's log files, record
+ * and working directory are deleted. */
 void task_remove(crater_agent_t *a, atask_t *t);
 int task_user(crater_agent_t *a, crater_error_t *err);
 

@@ -3,17 +3,26 @@
  * Start: the limits are computed from the task craterd sent (CPU quota =
  * request x cpuLimitMultiplier, plus burst when asked; memory limit; IO
  * limits from ioProfile on the placed device; cpuset/mems on the NUMA node
- * of its GPUs), the task's cgroup is created, and the agent forks. The
- * child writes its own pid into the cgroup.procs files (so it is limited
- * before it runs any task code), redirects stdout/stderr to the task's log
- * files, drops to the task user, changes directory and execs the argv:
- * never a shell. Everything the child needs is prepared before fork; the
- * child only makes async-signal-safe calls.
+ * of its GPUs), the task's cgroup is created, and the agent forks the
+ * task's supervisor (the shim, as slurmstepd or containerd-shim): it
+ * leaves the agent's session, closes every descriptor it inherited, forks
+ * the task, sends its pid back through a pipe, waits for it and writes its
+ * wait status to DATA/tasks/<job>.<attempt>/exit (fsync, rename) before it
+ * exits. The agent can therefore die and come back: the task keeps
+ * running, its output keeps going to its log files, and the next agent
+ * adopts it from its record (taskstate.c) and learns its end from the exit
+ * file. The task writes its own pid into the cgroup.procs files (so it is
+ * limited before it runs any task code), redirects stdout/stderr to its
+ * log files, drops to the task user, changes to its working directory (by
+ * default DATA/work/<job>.<attempt>, made for it, also its HOME) and execs
+ * the argv: never a shell. Everything both children need is prepared
+ * before fork; they only make async-signal-safe calls.
  *
  * Stop: SIGTERM to the task's process group, and SIGKILL to everything in
- * its cgroup when the grace period ends. Reap: waitpid(WNOHANG) on each
- * tick; an exit after a SIGKILL with an OOM kill recorded in the cgroup is
- * reported as OOM-killed.
+ * its cgroup when the grace period ends. Exit: the exit file, checked on
+ * each tick (the shim is reaped when it is this agent's child); an exit
+ * after a SIGKILL with an OOM kill recorded in the cgroup is reported as
+ * OOM-killed. A shim that vanished without an exit file fails the task.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +30,7 @@
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +118,9 @@ static int name_index(const char *s, const char *const *names, int n)
     return -1;
 }
 
-/* IO throttles from ioProfile on the device the job was placed on. */
+/* IO throttles from ioProfile on the device the job was placed on:
+ * craterd sends the profile and the workload type it resolved (explicit
+ * or inferred), so an ioProfile applies whenever it is set. */
 static void io_limits(json_t *task, crater_cg_limits_t *lim)
 {
     static const char *const profiles[] = {
@@ -124,21 +136,22 @@ static void io_limits(json_t *task, crater_cg_limits_t *lim)
         [CRATER_WORKLOAD_BATCH] = "batch",
         [CRATER_WORKLOAD_INTERACTIVE] = "interactive",
     };
-    json_t *spec = json_object_get(task, "spec");
-    int prof = name_index(json_string_value(json_object_get(spec, "ioProfile")),
+    json_t *l = json_object_get(task, "limits");
+    int prof = name_index(json_string_value(json_object_get(l, "ioProfile")),
                           profiles,
                           5);
-    int wl =
-        name_index(json_string_value(json_object_get(spec, "workloadType")),
-                   workloads,
-                   4);
+    int wl = name_index(json_string_value(json_object_get(l, "workloadType")),
+                        workloads,
+                        4);
     const char *dev = json_string_value(
         json_object_get(json_object_get(task, "placement"), "disk"));
     uint32_t major, minor;
     char path[256], mm[32];
 
-    if (!dev || prof < 0 || wl < 0)
+    if (!dev || prof < 0)
         return;
+    if (wl < 0)
+        wl = CRATER_WORKLOAD_BATCH;
     snprintf(path, sizeof(path), "/sys/block/%s/dev", dev);
     if (read_small(path, mm, sizeof(mm)) < 0
         || sscanf(mm, "%u:%u", &major, &minor) != 2)
@@ -175,7 +188,6 @@ static void task_limits(crater_agent_t *a,
                         size_t n)
 {
     json_t *l = json_object_get(task, "limits");
-    json_t *spec = json_object_get(task, "spec");
     double mult = json_number_value(json_object_get(l, "cpuLimitMultiplier"));
     int numa = (int)json_integer_value(
         json_object_get(json_object_get(task, "placement"), "numa"));
@@ -187,7 +199,7 @@ static void task_limits(crater_agent_t *a,
     lim->cpu_quota_milli =
         (uint64_t)((double)json_integer_value(json_object_get(l, "cpu_millis"))
                    * mult);
-    if (json_is_true(json_object_get(spec, "cpuBurst")))
+    if (json_is_true(json_object_get(l, "cpuBurst")))
         lim->cpu_burst_us = 100000;
     lim->mem_bytes =
         (uint64_t)json_integer_value(json_object_get(l, "memory_bytes"));
@@ -211,6 +223,7 @@ typedef struct spawn {
     char **argv, **envp, **procs;
     size_t nprocs;
     const char *out, *errf, *dir;
+    char exit_tmp[4200], exit_path[4200]; /* the shim's status file */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -251,6 +264,7 @@ static void child(const spawn_t *s)
     if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
         || dup2(err, 2) < 0)
         _exit(126);
+    close_range(3, ~0U, 0);
     if (s->dir && chdir(s->dir) < 0)
         _exit(126);
     if (s->switch_user
@@ -261,8 +275,69 @@ static void child(const spawn_t *s)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL); /* the shim ignores these */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     execvpe(s->argv[0], s->argv, s->envp);
     _exit(127);
+}
+
+/* Decimal digits of v (>= 0) at *k in buf. */
+static void put_num(char *buf, size_t *k, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0)
+        buf[(*k)++] = tmp[--n];
+}
+
+/* The shim (see the top): a child of the agent; wfd is the pipe that
+ * takes the task's pid (-1 when it cannot fork). Never returns. */
+static void shim(const spawn_t *s, int wfd)
+{
+    int status = 0, fd;
+    struct timespec ts;
+    char buf[64];
+    size_t k = 0;
+    pid_t t;
+
+    setsid();
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    if (wfd != 3 && dup2(wfd, 3) < 0)
+        _exit(1);
+    if ((fd = open("/dev/null", O_RDWR)) >= 0)
+        for (int i = 0; i < 3; i++)
+            if (fd != i)
+                dup2(fd, i);
+    close_range(4, ~0U, 0); /* the agent's sockets and files */
+    t = fork();
+    if (t == 0) {
+        close(3);
+        child(s);
+    }
+    if (write(3, &t, sizeof(t)) != sizeof(t) || t < 0)
+        _exit(1);
+    close(3);
+    while (waitpid(t, &status, 0) < 0)
+        if (errno != EINTR)
+            _exit(1);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    put_num(buf, &k, status);
+    buf[k++] = ' ';
+    put_num(buf, &k, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    buf[k++] = '\n';
+    fd = open(s->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, buf, k) != (ssize_t)k || fsync(fd) < 0)
+        _exit(1);
+    close(fd);
+    _exit(rename(s->exit_tmp, s->exit_path) < 0 ? 1 : 0);
 }
 
 static char **strv_from_json(json_t *a)
@@ -288,8 +363,11 @@ static void strv_free(char **v)
     free(v);
 }
 
-/* Inherited PATH/LANG, then the task's variables. */
-static char **task_env(json_t *env)
+#define TASK_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* A clean PATH, LANG and HOME (its working directory), then the task's
+ * variables, which may override any of them. */
+static char **task_env(json_t *env, const char *home)
 {
     size_t n = json_object_size(env) + 4, k = 0;
     char **v = calloc(n, sizeof(*v));
@@ -298,12 +376,12 @@ static char **task_env(json_t *env)
 
     if (!v)
         return NULL;
-    const char *path = getenv("PATH");
-
-    if (asprintf(&v[k], "PATH=%s", path ? path : "/usr/local/bin:/usr/bin:/bin")
-        >= 0)
+    if (!json_object_get(env, "PATH") && (v[k] = strdup("PATH=" TASK_PATH)))
         k++;
-    if ((v[k] = strdup("LANG=C.UTF-8")))
+    if (!json_object_get(env, "LANG") && (v[k] = strdup("LANG=C.UTF-8")))
+        k++;
+    if (home && !json_object_get(env, "HOME")
+        && asprintf(&v[k], "HOME=%s", home) >= 0)
         k++;
     json_object_foreach(env, key, val)
     {
@@ -334,11 +412,24 @@ static void task_requests(atask_t *t, json_t *task)
     }
 }
 
+static char *path_printf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static char *path_printf(const char *fmt, ...)
+{
+    va_list ap;
+    char *p = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&p, fmt, ap) < 0)
+        p = NULL;
+    va_end(ap);
+    return p;
+}
+
 static atask_t *task_new(crater_agent_t *a, json_t *task)
 {
     atask_t *t = calloc(1, sizeof(*t));
     const char *job = json_string_value(json_object_get(task, "job"));
-    char path[4096];
 
     if (!t)
         return NULL;
@@ -350,27 +441,22 @@ static atask_t *task_new(crater_agent_t *a, json_t *task)
              t->job,
              t->attempt,
              a->instance);
-    snprintf(path,
-             sizeof(path),
-             "%s/logs/%s.%u.stdout",
-             a->data_dir,
-             t->job,
-             t->attempt);
-    t->log_path[0] = strdup(path);
-    snprintf(path,
-             sizeof(path),
-             "%s/logs/%s.%u.stderr",
-             a->data_dir,
-             t->job,
-             t->attempt);
-    t->log_path[1] = strdup(path);
+    t->log_path[0] =
+        path_printf("%s/logs/%s.%u.stdout", a->data_dir, t->job, t->attempt);
+    t->log_path[1] =
+        path_printf("%s/logs/%s.%u.stderr", a->data_dir, t->job, t->attempt);
+    t->dir = path_printf("%s/tasks/%s.%u", a->data_dir, t->job, t->attempt);
     t->started_ms = agent_now_ms();
     t->state = AT_RUNNING;
     task_requests(t, task);
+    if (!t->job || !t->log_path[0] || !t->log_path[1] || !t->dir) {
+        task_free(a, t);
+        return NULL;
+    }
     return t;
 }
 
-static int task_add(crater_agent_t *a, atask_t *t)
+int task_add(crater_agent_t *a, atask_t *t)
 {
     if (a->ntasks == a->captasks) {
         size_t cap = a->captasks ? a->captasks * 2 : 16;
@@ -384,52 +470,123 @@ static int task_add(crater_agent_t *a, atask_t *t)
     return 0;
 }
 
+/* The default working directory DATA/work/<job>.<attempt>, owned by the
+ * task user; t->workdir. */
+static const char *make_workdir(crater_agent_t *a,
+                                atask_t *t,
+                                crater_error_t *err)
+{
+    if (!(t->workdir =
+              path_printf("%s/work/%s.%u", a->data_dir, t->job, t->attempt))) {
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if ((mkdir(t->workdir, 0700) < 0 && errno != EEXIST)
+        || (a->switch_user && chown(t->workdir, a->uid, a->gid) < 0)) {
+        crater_errorf(err, CRATER_EIO, "%s: %s", t->workdir, strerror(errno));
+        return NULL;
+    }
+    return t->workdir;
+}
+
+/* Fork the shim; t->pid from its pipe. */
+static int fork_shim(atask_t *t, spawn_t *s, crater_error_t *err)
+{
+    int p[2];
+    ssize_t got;
+
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return crater_errorf(err, CRATER_EIO, "pipe: %s", strerror(errno));
+    t->shim = fork();
+    if (t->shim == 0) {
+        close(p[0]);
+        shim(s, p[1]);
+    }
+    close(p[1]);
+    if (t->shim < 0) {
+        close(p[0]);
+        return crater_errorf(err, CRATER_EIO, "fork: %s", strerror(errno));
+    }
+    t->shim_child = true;
+    while ((got = read(p[0], &t->pid, sizeof(t->pid))) < 0 && errno == EINTR)
+        ;
+    close(p[0]);
+    if (got != sizeof(t->pid) || t->pid <= 0)
+        return crater_errorf(err,
+                             CRATER_EIO,
+                             "the task's supervisor could not fork it");
+    t->started_ms = agent_now_ms();
+    t->shim_start = taskstate_start_of(t->shim);
+    return 0;
+}
+
+static int prepare(crater_agent_t *a,
+                   atask_t *t,
+                   json_t *task,
+                   spawn_t *s,
+                   crater_error_t *err)
+{
+    json_t *env = json_deep_copy(json_object_get(task, "env"));
+    int rc = -1;
+
+    if (!env)
+        env = json_object();
+    s->argv = strv_from_json(json_object_get(task, "argv"));
+    s->dir = json_string_value(json_object_get(task, "workingDir"));
+    if (!s->dir && !(s->dir = make_workdir(a, t, err)))
+        goto out;
+    if (agent_slice_setup(a, t, task, env, err) < 0)
+        goto out;
+    s->envp = task_env(env, s->dir);
+    s->out = t->log_path[0];
+    s->errf = t->log_path[1];
+    snprintf(s->exit_tmp, sizeof(s->exit_tmp), "%s/exit.tmp", t->dir);
+    snprintf(s->exit_path, sizeof(s->exit_path), "%s/exit", t->dir);
+    s->switch_user = a->switch_user;
+    s->uid = a->uid;
+    s->gid = a->gid;
+    if (!s->argv || !s->argv[0] || !s->envp) {
+        crater_errorf(err, CRATER_EINVAL, "task has no command");
+        goto out;
+    }
+    if ((mkdir(t->dir, 0700) < 0 && errno != EEXIST)) {
+        crater_errorf(err, CRATER_EIO, "%s: %s", t->dir, strerror(errno));
+        goto out;
+    }
+    unlink(s->exit_path); /* a record left by an earlier start */
+    rc = 0;
+out:
+    json_decref(env);
+    return rc;
+}
+
 static int do_spawn(crater_agent_t *a,
                     atask_t *t,
                     json_t *task,
                     crater_error_t *err)
 {
-    spawn_t s = {0};
+    spawn_t *s = calloc(1, sizeof(*s));
     crater_cg_limits_t lim;
     char cpus[512] = "";
-    json_t *env = NULL;
     int rc = -1;
 
+    if (!s)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     task_limits(a, task, &lim, cpus, sizeof(cpus));
     t->mem_limit = lim.mem_bytes;
-    s.argv = strv_from_json(json_object_get(task, "argv"));
-    env = json_deep_copy(json_object_get(task, "env"));
-    if (!env)
-        env = json_object();
-    if (agent_slice_setup(a, t, task, env, err) < 0)
+    if (prepare(a, t, task, s, err) < 0
+        || crater_cg_create(a->cg, t->cg, &lim, err) < 0
+        || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
+        || fork_shim(t, s, err) < 0)
         goto out;
-    s.envp = task_env(env);
-    s.out = t->log_path[0];
-    s.errf = t->log_path[1];
-    s.dir = json_string_value(json_object_get(task, "workingDir"));
-    s.switch_user = a->switch_user;
-    s.uid = a->uid;
-    s.gid = a->gid;
-    if (!s.argv || !s.argv[0] || !s.envp) {
-        crater_errorf(err, CRATER_EINVAL, "task has no command");
-        goto out;
-    }
-    if (crater_cg_create(a->cg, t->cg, &lim, err) < 0
-        || crater_cg_procs_paths(a->cg, t->cg, &s.procs, &s.nprocs, err) < 0)
-        goto out;
-    t->pid = fork();
-    if (t->pid == 0)
-        child(&s);
-    if (t->pid < 0) {
-        crater_errorf(err, CRATER_EIO, "fork: %s", strerror(errno));
-        goto out;
-    }
+    if (taskstate_save(a, t, err) < 0) /* the task runs; adoption will not */
+        crater_log(LOG_WARNING, "job %s: %s", t->job, err->text);
     rc = 0;
 out:
-    json_decref(env);
-    strv_free(s.argv);
-    strv_free(s.envp);
-    crater_cg_paths_free(s.procs, s.nprocs);
+    strv_free(s->argv);
+    strv_free(s->envp);
+    crater_cg_paths_free(s->procs, s->nprocs);
+    free(s);
     return rc;
 }
 
@@ -458,8 +615,10 @@ int task_start(crater_agent_t *a, json_t *task)
         t->error = strdup(err.text);
         t->state = AT_EXITED;
         t->exit_code = 127;
-        a->hb_now = true;
+        t->ended_ms = agent_now_ms();
+        t->log_done[0] = t->log_done[1] = true;
     }
+    report_kick(a);
     return 0;
 }
 
@@ -480,19 +639,36 @@ void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms)
 /* ---- supervision ------------------------------------------------------------
  */
 
-static void exited(crater_agent_t *a, atask_t *t, int status)
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+
+    return path && stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* status < 0: the shim vanished without writing one. */
+static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
 {
     uint64_t ooms = 0;
 
     t->state = AT_EXITED;
-    if (WIFEXITED(status))
+    t->ended_ms = at > 0 ? at : agent_now_ms();
+    if (status < 0) {
+        t->exit_code = 255;
+        free(t->error);
+        t->error = strdup("the task's supervisor died; its exit status is "
+                          "unknown");
+    }
+    if (status >= 0 && WIFEXITED(status))
         t->exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
+    if (status >= 0 && WIFSIGNALED(status))
         t->signal = WTERMSIG(status);
     if (crater_cg_oom_kills(a->cg, t->cg, &ooms, NULL) == 0 && ooms > 0)
         t->oom = true;
     crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
-    a->hb_now = true;
+    for (int s = 0; s < 2; s++)
+        t->log_final[s] = file_size(t->log_path[s]);
+    report_kick(a);
 }
 
 static void measure(crater_agent_t *a, atask_t *t, int64_t now)
@@ -509,50 +685,87 @@ static void measure(crater_agent_t *a, atask_t *t, int64_t now)
     t->mem_bytes = mem;
 }
 
+/* 1 when t ended: its exit file, or its shim gone without one. */
+static int check_exit(crater_agent_t *a, atask_t *t)
+{
+    int status, st, reaped = 0;
+    int64_t at;
+
+    if (t->shim_child && t->shim > 0
+        && waitpid(t->shim, &st, WNOHANG) == t->shim) {
+        t->shim_child = false;
+        reaped = 1;
+    }
+    if (taskstate_exit(t, &status, &at) == 1) {
+        exited(a, t, status, at);
+        return 1;
+    }
+    if (reaped
+        || (!t->shim_child && !taskstate_alive(t->shim, t->shim_start))) {
+        crater_log(LOG_ERR,
+                   "job %s: the supervisor of pid %d is gone without an exit "
+                   "status",
+                   t->job,
+                   (int)t->pid);
+        exited(a, t, -1, 0);
+        return 1;
+    }
+    return 0;
+}
+
 void task_supervise(crater_agent_t *a, int64_t now)
 {
     for (size_t i = 0; i < a->ntasks; i++) {
         atask_t *t = a->tasks[i];
-        int status;
-        if (t->state != AT_RUNNING)
+        if (t->state != AT_RUNNING || check_exit(a, t))
             continue;
-        if (t->pid > 0 && waitpid(t->pid, &status, WNOHANG) == t->pid) {
-            exited(a, t, status);
-            continue;
-        }
         if (t->kill_at_ms && now >= t->kill_at_ms && !t->killed) {
             t->killed = true;
-            kill(-t->pid, SIGKILL);
+            if (t->pid > 0)
+                kill(-t->pid, SIGKILL);
             crater_cg_kill(a->cg, t->cg, SIGKILL, NULL);
         }
         measure(a, t, now);
     }
 }
 
-json_t *task_report(crater_agent_t *a, atask_t *t)
+json_t *task_usage(atask_t *t)
 {
-    (void)a;
-    if (t->state == AT_RUNNING)
-        return json_pack("{s:s, s:i, s:s, s:{s:f, s:I}}",
-                         "job",
-                         t->job,
-                         "attempt",
-                         (int)t->attempt,
-                         "state",
-                         "running",
-                         "usage",
-                         "cpu_millis",
-                         t->cpu_millis,
-                         "memory_bytes",
-                         (json_int_t)t->mem_bytes);
-    return json_pack("{s:s, s:i, s:s, s:i, s:i, s:b, s:s?}",
+    return json_pack("{s:s, s:i, s:{s:f, s:I}}",
                      "job",
                      t->job,
                      "attempt",
                      (int)t->attempt,
-                     "state",
-                     t->exit_code == 0 && !t->signal && !t->oom ? "succeeded"
-                                                                : "failed",
+                     "usage",
+                     "cpu_millis",
+                     t->cpu_millis,
+                     "memory_bytes",
+                     (json_int_t)t->mem_bytes);
+}
+
+json_t *task_event(atask_t *t, bool exit)
+{
+    if (!exit)
+        return json_pack("{s:s, s:i, s:s, s:i, s:I}",
+                         "job",
+                         t->job,
+                         "attempt",
+                         (int)t->attempt,
+                         "event",
+                         "started",
+                         "pid",
+                         (int)t->pid,
+                         "time_ms",
+                         (json_int_t)t->started_ms);
+    return json_pack("{s:s, s:i, s:s, s:I, s:i, s:i, s:b, s:s?, s:{s:I, s:I}}",
+                     "job",
+                     t->job,
+                     "attempt",
+                     (int)t->attempt,
+                     "event",
+                     "exited",
+                     "time_ms",
+                     (json_int_t)t->ended_ms,
                      "exit_code",
                      t->exit_code,
                      "signal",
@@ -560,7 +773,27 @@ json_t *task_report(crater_agent_t *a, atask_t *t)
                      "oom",
                      t->oom,
                      "error",
-                     t->error);
+                     t->error,
+                     "logs",
+                     "stdout",
+                     (json_int_t)t->log_final[0],
+                     "stderr",
+                     (json_int_t)t->log_final[1]);
+}
+
+json_t *task_held(atask_t *t)
+{
+    return json_pack("{s:s, s:i, s:s, s:i, s:I}",
+                     "job",
+                     t->job,
+                     "attempt",
+                     (int)t->attempt,
+                     "state",
+                     t->state == AT_RUNNING ? "running" : "exited",
+                     "pid",
+                     (int)t->pid,
+                     "started_ms",
+                     (json_int_t)t->started_ms);
 }
 
 void task_free(crater_agent_t *a, atask_t *t)
@@ -572,6 +805,8 @@ void task_free(crater_agent_t *a, atask_t *t)
     free(t->job);
     free(t->log_path[0]);
     free(t->log_path[1]);
+    free(t->dir);
+    free(t->workdir);
     free(t->error);
     agent_slice_cleanup(t);
     free(t);
@@ -584,5 +819,10 @@ void task_remove(crater_agent_t *a, atask_t *t)
             a->tasks[i] = a->tasks[--a->ntasks];
             break;
         }
+    if (t->state == AT_EXITED) { /* its files served their purpose */
+        unlink(t->log_path[0]);
+        unlink(t->log_path[1]);
+        taskstate_remove(t);
+    }
     task_free(a, t);
 }

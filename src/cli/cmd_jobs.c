@@ -440,6 +440,7 @@ enum {
     O_ALL,
     O_STREAM,
     O_REASON,
+    O_ATTEMPT,
 };
 
 struct get_jobs {
@@ -659,6 +660,7 @@ static int id_command(int argc,
          {"stream", required_argument, NULL, O_STREAM},
          {"follow", no_argument, NULL, 'f'},
          {"reason", required_argument, NULL, O_REASON},
+         {"attempt", required_argument, NULL, O_ATTEMPT},
          {0}};
     int rc =
         cli__parse_opts(argc, argv, "o:hf", opts, usage, co, extra, ctx, 1);
@@ -753,18 +755,31 @@ int cli_explain(int argc, char **argv)
 struct logs {
     const char *stream;
     bool follow;
+    unsigned long attempt; /* 0 = the latest */
 };
 
 static int logs_opt(int c, const char *arg, void *ctx)
 {
     struct logs *l = ctx;
+    char *end;
 
-    if (c == 'f')
+    if (c == 'f') {
         l->follow = true;
-    else if (c == O_STREAM
-             && (!strcmp(arg, "stdout") || !strcmp(arg, "stderr")))
+    } else if (c == O_STREAM
+               && (!strcmp(arg, "stdout") || !strcmp(arg, "stderr"))) {
         l->stream = arg;
-    else {
+    } else if (c == O_ATTEMPT) {
+        errno = 0;
+        l->attempt = strtoul(arg, &end, 10);
+        if (errno || *end || l->attempt == 0 || l->attempt > UINT32_MAX
+            || arg[0] == '-') {
+            fprintf(stderr,
+                    "crater: error: --attempt: '%s' is not an attempt "
+                    "number (1, 2, ...)\n",
+                    arg);
+            return -1;
+        }
+    } else {
         if (c == O_STREAM)
             fprintf(stderr,
                     "crater: error: --stream: '%s' is not stdout or "
@@ -778,21 +793,24 @@ static int logs_opt(int c, const char *arg, void *ctx)
 /* Print every byte available from *offset on; *got tells whether any came. */
 static int drain_log(cli_remote_t *r,
                      const char *id,
-                     const char *stream,
+                     const struct logs *l,
                      unsigned long long *offset,
                      bool *got)
 {
-    char suffix[128], path[PATH_LEN], *buf;
+    char suffix[160], att[32] = "", path[PATH_LEN], *buf;
     size_t len;
     int rc;
 
+    if (l->attempt)
+        snprintf(att, sizeof(att), "&attempt=%lu", l->attempt);
     *got = false;
     for (;;) {
         snprintf(suffix,
                  sizeof(suffix),
-                 "/logs?stream=%s&offset=%llu&limit=65536",
-                 stream,
-                 *offset);
+                 "/logs?stream=%s&offset=%llu&limit=65536%s",
+                 l->stream,
+                 *offset,
+                 att);
         if ((rc = job_path(id, suffix, path, sizeof(path))) != 0
             || (rc = cli__api_raw(r, path, &buf, &len)) != 0)
             return rc;
@@ -807,28 +825,45 @@ static int drain_log(cli_remote_t *r,
     return CLI_EXIT_OK;
 }
 
-static int follow_log(cli_remote_t *r, const char *id, const char *stream)
+/* The job has finished and craterd holds all of its output (a finished
+ * job's last bytes may still be on their way from its node). */
+static bool log_complete(const json_t *job)
+{
+    return cli_job_finished(job)
+           && json_is_true(json_object_get(job, "logs_complete"));
+}
+
+/* -f: until the job has finished and every byte was printed; without -f:
+ * what there is, after waiting (up to 30 s) for a finished job's last
+ * bytes to arrive from its node. */
+static int print_log(cli_remote_t *r, const char *id, const struct logs *l)
 {
     char path[PATH_LEN];
     unsigned long long offset = 0;
     json_t *job = NULL;
-    bool done = false, got;
-    int rc = job_path(id, "", path, sizeof(path));
+    bool done = false, finished, got;
+    int rc = job_path(id, "", path, sizeof(path)), waited = 0;
 
     cli__catch_sigint();
     while (rc == CLI_EXIT_OK && !cli__interrupted()) {
-        /* the job's state first: finished before a read that returns
+        /* the job's state first: complete before a read that returns
          * nothing means every byte has been seen */
         if ((rc = cli__api(r, "GET", path, NULL, &job)) != CLI_EXIT_OK)
             break;
-        done = cli_job_finished(job);
+        /* an earlier attempt's task is gone: its log is what it is */
+        done = log_complete(job)
+               || (l->attempt
+                   && (json_int_t)l->attempt < json_integer_value(
+                          json_object_get(job, "attempts")));
+        finished = cli_job_finished(job);
         json_decref(job);
         job = NULL;
-        if ((rc = drain_log(r, id, stream, &offset, &got)) != CLI_EXIT_OK
-            || (done && !got))
+        if ((rc = drain_log(r, id, l, &offset, &got)) != CLI_EXIT_OK
+            || (done && !got) || (!l->follow && (!finished || waited >= 300)))
             break;
         if (!got)
-            cli__sleep_ms(1000);
+            cli__sleep_ms(l->follow ? 1000 : 100);
+        waited += !l->follow;
     }
     return rc;
 }
@@ -836,21 +871,18 @@ static int follow_log(cli_remote_t *r, const char *id, const char *stream)
 int cli_logs(int argc, char **argv)
 {
     static const char usage[] = "usage: crater logs ID [--stream "
-                                "stdout|stderr] [-f]\n"
-                                "Print the job's output; -f follows it until "
-                                "the job ends (Ctrl-C\n"
-                                "stops following).\n";
+                                "stdout|stderr] [--attempt N] [-f]\n"
+                                "Print the job's output (of its latest "
+                                "attempt, or attempt N); -f follows it\n"
+                                "until the job ends (Ctrl-C stops "
+                                "following).\n";
     struct logs l = {.stream = "stdout"};
     cli_common_t co = {0};
     cli_remote_t r = {0};
-    unsigned long long offset = 0;
-    bool got;
     int rc = id_command(argc, argv, usage, &co, logs_opt, &l, &r);
 
-    if (rc == CLI_EXIT_OK && l.follow)
-        rc = follow_log(&r, argv[optind], l.stream);
-    else if (rc == CLI_EXIT_OK)
-        rc = drain_log(&r, argv[optind], l.stream, &offset, &got);
+    if (rc == CLI_EXIT_OK)
+        rc = print_log(&r, argv[optind], &l);
     cli__remote_close(&r);
     return rc < 0 ? CLI_EXIT_OK : rc;
 }

@@ -88,6 +88,7 @@ static const char *const sections[] = {"scheduler",
                                        "monitoring",
                                        "inference",
                                        "server",
+                                       "logs",
                                        "store",
                                        "hardware_knowledge_base",
                                        NULL};
@@ -242,6 +243,11 @@ static const row_t rows[] = {
  "How long a finished job (succeeded, failed, cancelled) stays visible, "
  "with its events and logs, before craterd forgets it; a job still named "
  "in a waiting job's \"after\" is kept."},
+
+{"logs.maxBytes", T_BYTES, F(logs.max_bytes), "256Mi", 4096,
+ 1024.0 * 1024 * 1024 * 1024, 0, NULL, NULL,
+ "Most output craterd keeps of each stream (stdout, stderr) of each attempt "
+ "of a job; the rest is dropped and a line at the end of the log says so."},
 
 {"store.backend", T_ENUM, F(store.backend), "sqlite", 0, 0, 0, backend_names,
  NULL, "Where the control plane keeps its state: sqlite (embedded, under "

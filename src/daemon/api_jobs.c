@@ -545,13 +545,65 @@ static void h_jmetrics(crater_http_req_t *r,
     read_job(r, resp, arg, view_metrics);
 }
 
-int log_path(
-    crater_daemon_t *d, uint64_t id, const char *stream, char *buf, size_t n)
+int log_path(crater_daemon_t *d,
+             uint64_t id,
+             uint32_t attempt,
+             const char *stream,
+             int *which,
+             char *buf,
+             size_t n)
 {
-    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+    int w = strcmp(stream, "stdout") == 0   ? 0
+            : strcmp(stream, "stderr") == 0 ? 1
+                                            : -1;
+
+    if (w < 0)
         return -1;
-    snprintf(buf, n, "%s/logs/%" PRIu64 ".%s", d->data_dir, id, stream);
+    if (which)
+        *which = w;
+    snprintf(buf,
+             n,
+             "%s/logs/%" PRIu64 ".%" PRIu32 ".%s",
+             d->data_dir,
+             id,
+             attempt,
+             stream);
     return 0;
+}
+
+/* The attempt a log request reads: ?attempt=N (1..attempts), else the
+ * latest attempt that has output (a requeued job waiting for its next
+ * attempt shows the previous one's). 0 with resp filled on error. */
+static uint32_t log_attempt_of(crater_daemon_t *d,
+                               crater_http_req_t *r,
+                               const djob_t *j,
+                               const char *stream,
+                               crater_http_resp_t *resp)
+{
+    const char *a = crater_http_query(r, "attempt");
+    char path[4096];
+    uint64_t n;
+
+    if (a) {
+        n = parse_id(a);
+        if (n == 0 || n > j->attempts) {
+            api_errorf(resp,
+                       CRATER_ERANGE,
+                       "attempt",
+                       "attempt must be between 1 and %" PRIu32 " (the job's "
+                       "attempts so "
+                       "far)",
+                       j->attempts);
+            return 0;
+        }
+        return (uint32_t)n;
+    }
+    for (n = j->attempts; n > 1; n--)
+        if (log_path(d, j->id, (uint32_t)n, stream, NULL, path, sizeof(path))
+                == 0
+            && access(path, F_OK) == 0)
+            break;
+    return n ? (uint32_t)n : 1;
 }
 
 static void read_log(const char *path,
@@ -594,19 +646,27 @@ static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     uint64_t l = lim ? parse_id(lim) : LOG_CHUNK_DEFAULT;
     char path[4096];
     principal_t p;
+    uint32_t att;
+    bool complete;
     djob_t *j;
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || !(j = visible_job(d, r, &p, resp)))
         goto out;
-    if (log_path(d, j->id, stream ? stream : "stdout", path, sizeof(path))
-        < 0) {
+    if (!stream)
+        stream = "stdout";
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
         api_errorf(resp,
                    CRATER_EINVAL,
                    "stream",
                    "stream must be stdout or stderr");
         goto out;
     }
+    if (!(att = log_attempt_of(d, r, j, stream, resp)))
+        goto out;
+    log_path(d, j->id, att, stream, NULL, path, sizeof(path));
+    /* an earlier attempt's log is complete: its task is gone */
+    complete = att < j->attempts || job_logs_complete(j);
     if (l == 0 || l > LOG_CHUNK_MAX) {
         api_errorf(resp,
                    CRATER_ERANGE,
@@ -615,7 +675,7 @@ static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                    LOG_CHUNK_MAX);
         goto out;
     }
-    read_log(path, o, l, job_state_final(j->state), resp);
+    read_log(path, o, l, complete, resp);
 out:
     pthread_mutex_unlock(&d->mu);
 }

@@ -4,6 +4,11 @@
 
 #define CRATER_VERSION_STRING "0.1.0"
 
+/* The agent protocol's version (doc/agent.md). Register carries it; craterd
+ * refuses an agent that speaks another. 2: task events, adoption, logs per
+ * attempt. */
+#define CRATER_AGENT_PROTOCOL 2
+
 /* Static string, never freed. */
 const char *crater_version(void);
 

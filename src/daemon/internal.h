@@ -87,8 +87,17 @@ typedef struct djob {
     char *last_reason;     /* last unschedulable reason (dedups events) */
     json_t *history;       /* array of {time_ms, state, reason} */
     json_t *samples;       /* array of utilisation samples (not stored) */
-    size_t log_bytes[2];   /* stdout, stderr bytes received */
-    uint64_t seen_epoch;   /* considered at this capacity epoch */
+    /* Output of attempt log_attempt, per stream (stdout, stderr): bytes
+     * received (offset + length of the furthest upload), the size the
+     * agent reported when the task exited (log_final) and whether
+     * logs.maxBytes cut it. Not stored: after a restart a log counts as
+     * complete. */
+    uint32_t log_attempt;
+    uint64_t log_bytes[2];
+    uint64_t log_expect[2];
+    bool log_final;
+    bool log_truncated[2];
+    uint64_t seen_epoch; /* considered at this capacity epoch */
 } djob_t;
 
 typedef struct work_item {
@@ -103,7 +112,6 @@ typedef struct dnode {
     bool ready;
     bool cordoned;
     bool draining;
-    bool first_hb_pending; /* reconcile on the first heartbeat */
     char *reason;
     int64_t last_hb_ms;
     int64_t notready_since_ms;
@@ -221,6 +229,13 @@ void job_set_state(crater_daemon_t *d,
                    djob_t *j,
                    job_state_t to,
                    const char *reason);
+/* The same, at time_ms (the agent's clock for what happened on a node;
+ * <= 0 = now). */
+void job_set_state_at(crater_daemon_t *d,
+                      djob_t *j,
+                      job_state_t to,
+                      const char *reason,
+                      int64_t time_ms);
 
 /* ---- nodes.c --------------------------------------------------------------
  */
@@ -313,8 +328,21 @@ int api_admin_routes(crater_daemon_t *d, crater_error_t *err);
 
 /* ---- persist.c ------------------------------------------------------------
  */
-int log_path(
-    crater_daemon_t *d, uint64_t id, const char *stream, char *buf, size_t n);
+/* DATA/logs/<id>.<attempt>.<stream>; -1 when stream is not stdout or
+ * stderr (0: the stream index in *which when which is not NULL). */
+int log_path(crater_daemon_t *d,
+             uint64_t id,
+             uint32_t attempt,
+             const char *stream,
+             int *which,
+             char *buf,
+             size_t n);
+/* Log counters of j reset for a later attempt (a no-op for attempt <=
+ * the one they count). */
+void job_log_attempt(djob_t *j, uint32_t attempt);
+/* Every byte of j's latest attempt's output has arrived (or the job is
+ * not finished: then false). */
+bool job_logs_complete(const djob_t *j);
 int persist_load(crater_daemon_t *d, crater_error_t *err);
 int persist_put_json(crater_daemon_t *d,
                      const char *key,

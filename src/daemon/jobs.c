@@ -353,6 +353,10 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
                                       j->exit_signal,
                                       "oom",
                                       j->oom));
+    if (job_state_final(j->state))
+        json_object_set_new(o,
+                            "logs_complete",
+                            json_boolean(job_logs_complete(j)));
     if (j->placed || (j->ever_placed && job_state_final(j->state)))
         json_object_set_new(o, "placement", placement_json(d, &j->pl));
     if (j->last_reason && j->state == JS_PENDING)
@@ -402,6 +406,30 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
     else if (o && j->ever_placed)
         json_object_set_new(o, "last_placement", placement_store(d, &j->pl));
     return o;
+}
+
+void job_log_attempt(djob_t *j, uint32_t attempt)
+{
+    if (attempt <= j->log_attempt)
+        return;
+    j->log_attempt = attempt;
+    j->log_final = false;
+    for (int s = 0; s < 2; s++) {
+        j->log_bytes[s] = j->log_expect[s] = 0;
+        j->log_truncated[s] = false;
+    }
+}
+
+bool job_logs_complete(const djob_t *j)
+{
+    if (!job_state_final(j->state))
+        return false;
+    if (!j->log_final || j->log_attempt != j->attempts)
+        return true; /* no output is on its way */
+    for (int s = 0; s < 2; s++)
+        if (!j->log_truncated[s] && j->log_bytes[s] < j->log_expect[s])
+            return false;
+    return true;
 }
 
 static djob_t *job_new(void)
@@ -638,7 +666,16 @@ void job_set_state(crater_daemon_t *d,
                    job_state_t to,
                    const char *reason)
 {
-    int64_t now = dnow_ms();
+    job_set_state_at(d, j, to, reason, 0);
+}
+
+void job_set_state_at(crater_daemon_t *d,
+                      djob_t *j,
+                      job_state_t to,
+                      const char *reason,
+                      int64_t time_ms)
+{
+    int64_t now = time_ms > 0 ? time_ms : dnow_ms();
 
     if (to == JS_RUNNING && !j->started_ms)
         j->started_ms = now;

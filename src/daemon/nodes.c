@@ -392,7 +392,26 @@ static json_t *env_json(crater_daemon_t *d, const djob_t *j)
     json_object_set_new(env, "CUDA_VISIBLE_DEVICES", json_string(uuids));
     json_object_set_new(env, "CUDA_DEVICE_ORDER", json_string("PCI_BUS_ID"));
     json_object_set_new(env, "CRATER_JOB_ID", json_sprintf("%" PRIu64, j->id));
+    json_object_set_new(env,
+                        "CRATER_ATTEMPT",
+                        json_sprintf("%" PRIu32, j->attempts));
     return env;
+}
+
+/* The names the agent reads (doc/jobspec.md ioProfile). */
+static const char *io_profile_name(crater_io_profile_t p)
+{
+    static const char *const names[] = {
+        [CRATER_IO_DEFAULT] = "default",
+        [CRATER_IO_TRAINING] = "training",
+        [CRATER_IO_INFERENCE] = "inference",
+        [CRATER_IO_MODEL_LOADING] = "model-loading",
+        [CRATER_IO_NONE] = "none",
+    };
+
+    return (unsigned)p < sizeof(names) / sizeof(names[0]) && names[p] ? names[p]
+                                                                      : "defaul"
+                                                                        "t";
 }
 
 json_t *task_json(crater_daemon_t *d, const djob_t *j)
@@ -403,8 +422,8 @@ json_t *task_json(crater_daemon_t *d, const djob_t *j)
     for (char *const *a = j->spec->command; a && *a; a++)
         json_array_append_new(argv, json_string(*a));
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
-    return json_pack("{s:s, s:i, s:o, s:o, s:s?, s:o, s:{s:I, s:I, s:f},"
-                     " s:I, s:O}",
+    return json_pack("{s:s, s:i, s:o, s:o, s:s?, s:o, s:{s:I, s:I, s:f, s:b,"
+                     " s:s, s:s}, s:I, s:O}",
                      "job",
                      id,
                      "attempt",
@@ -424,6 +443,12 @@ json_t *task_json(crater_daemon_t *d, const djob_t *j)
                      (json_int_t)j->pl.mem_bytes,
                      "cpuLimitMultiplier",
                      j->spec->cpu_limit_multiplier,
+                     "cpuBurst",
+                     j->spec->cpu_burst,
+                     "ioProfile",
+                     io_profile_name(j->spec->io_profile),
+                     "workloadType",
+                     crater_workload_name(j->spec->workload_type),
                      "gracePeriod_ms",
                      (json_int_t)j->spec->grace_period_ms,
                      "spec",

@@ -75,14 +75,17 @@ static bool expired(const crater_daemon_t *d, const djob_t *j, int64_t now)
            && now - j->finished_ms > (int64_t)d->cfg.server.job_retention_ms;
 }
 
-static void unlink_logs(crater_daemon_t *d, uint64_t id)
+/* Every attempt's output of job j. */
+static void unlink_logs(crater_daemon_t *d, const djob_t *j)
 {
     static const char *const streams[] = {"stdout", "stderr"};
     char path[4096];
 
-    for (size_t i = 0; i < 2; i++)
-        if (log_path(d, id, streams[i], path, sizeof(path)) == 0)
-            unlink(path);
+    for (uint32_t a = 1; a <= j->attempts; a++)
+        for (size_t i = 0; i < 2; i++)
+            if (log_path(d, j->id, a, streams[i], NULL, path, sizeof(path))
+                == 0)
+                unlink(path);
 }
 
 /* Add the delete of job id's key to *t (created on first use). */
@@ -133,7 +136,7 @@ size_t jobs_expire(crater_daemon_t *d, int64_t now)
             continue;
         }
         store_delete(&t, j->id);
-        unlink_logs(d, j->id);
+        unlink_logs(d, j);
         job_free(j);
         if (++gone % DELETES_PER_TXN == 0)
             commit(d, &t);

@@ -4,15 +4,16 @@
 # and runs a job; a partition (SIGSTOP the agent past heartbeatTimeout,
 # then SIGCONT) makes the node NotReady and Ready again, and under the
 # conservative migrationPolicy the long-running job is neither lost nor
-# duplicated; an agent restart re-reports its node without running
-# anything twice.
+# duplicated; kill -9 of the agent leaves its tasks running and the next
+# agent adopts them (one copy, real exit code, whole log); an agent
+# restart re-reports its node without running anything twice.
 set -uo pipefail
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 pid="" apid=""
-trap 'kill -CONT $apid 2>/dev/null; kill -9 $pid $apid 2>/dev/null; pkill -f "sleep $s31" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill -CONT $apid 2>/dev/null; kill -9 $pid $apid 2>/dev/null; pkill -f "sleep $s31" 2>/dev/null; pkill -f "sleep $s7" 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$src/tests/integration/craterd_lib.sh"
 
 ok() { pass=$((pass + 1)); }
@@ -21,7 +22,7 @@ c() { "$bin" "$@" --server "$url" --token "$admin"; }
 state() { c get job "$1" -o json | jq -r .state; }
 nstate() { c get nodes -o json | jq -r ".items[] | select(.name == \"$1\") | .state"; }
 
-s31=31.$RANDOM # unique: other test runs on this machine do not confuse pgrep
+s7='' s31=31.$RANDOM # unique: other test runs on this machine do not confuse pgrep
 
 # ---- discovery --------------------------------------------------------------------
 "$agentbin" --discover -o yaml >"$tmp/me.yaml" 2>"$tmp/disc.err" && ok || { bad "discover"; cat "$tmp/disc.err"; }
@@ -74,6 +75,23 @@ until_ 15 'test "$(state "$id")" = running' && ok || bad "new attempt running"
 sleep 1
 c get job "$id" -o json | jq -e '.attempts == 2' >/dev/null && ok || bad "attempt 2"
 until_ 10 'test "$(pgrep -fc "sleep $s31")" = 1' && ok || bad "old attempt stopped: one copy"
+
+# ---- kill -9 of the agent: its tasks are adopted, never run twice ------------------
+s7=7.$RANDOM
+printf 'name: survivor\ncommand: [sh, -c, "echo up; sleep %s; echo down; exit 7"]\nresources: {cpu: 1, memory: 64Mi}\n' "$s7" >"$tmp/k.yaml"
+k=$(c submit -f "$tmp/k.yaml" -o json | jq -r .id)
+until_ 10 'test "$(state "$k")" = running' && ok || bad "survivor running"
+{ kill -9 "$apid"; wait "$apid"; } 2>/dev/null
+[ "$(pgrep -fc "^sleep $s7")" = 1 ] && ok || bad "the task outlives kill -9 of its agent"
+start_agent
+until_ 10 'test "$(nstate small-0)" = Ready' && ok || bad "agent back after kill -9"
+grep -q "adopted" "$tmp/agent.err" && ok || bad "the new agent adopts the task"
+[ "$(pgrep -fc "^sleep $s7")" -le 1 ] && ok || bad "two copies after the agent restart"
+until_ 20 'test "$(state "$k")" = failed' && ok || bad "survivor ends"
+c get job "$k" -o json | jq -e '.exit.code == 7 and .attempts == 1' >/dev/null && ok || bad "its own exit code, one attempt"
+[ "$(c logs "$k")" = "$(printf 'up\ndown')" ] && ok || bad "its whole log: '$(c logs "$k")'"
+[ "$(state "$id")" = running ] && ok || bad "the long job kept running through the agent's kill -9"
+[ "$(pgrep -fc "sleep $s31")" = 1 ] && ok || bad "one copy of the long job after kill -9"
 
 # ---- agent restart -----------------------------------------------------------------
 kill -TERM "$apid"; wait "$apid"

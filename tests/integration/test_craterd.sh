@@ -2,7 +2,8 @@
 # test_craterd.sh - craterd as clients see it, over real HTTP on loopback:
 # health, auth and tenancy, input errors (bad JSON, unknown fields, wrong
 # units, oversize bodies), submit/list/get/cancel with pagination, the agent
-# protocol (register, long-poll work, heartbeats) driving a job from pending
+# protocol (register with protocol version and held tasks, long-poll work,
+# task events, sample-only heartbeats, logs per attempt) driving a job from pending
 # to succeeded, preemption of a low-priority job by a high one, quotas,
 # dry-run placement, metrics checked by promtool, the decision log, and a
 # kill -9 restart that keeps pending and running jobs where they were.
@@ -94,8 +95,11 @@ api GET "/api/v1/jobs?limit=2&tenant=default&after=$n2" "$admin"; expect "page 3
 
 # ---- the agent protocol -------------------------------------------------------
 "${CRATER_BIN:?}" validate -o json "$src/examples/hardware/h100x8.yaml" 2>/dev/null \
-    | jq '{version: "0.1.0", node: .}' >"$tmp/r"
-api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\""
+    | jq '{version: "0.1.0", node: .}' >"$tmp/r1"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r1"
+expect "register without a protocol version" 400 '.field == "protocol" and (.error | test("protocol 1"))'
+jq '. + {protocol: 2, tasks: []}' "$tmp/r1" >"$tmp/r"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\" and .protocol == 2"
 seq=$(field .seq)
 api POST "/api/v1/agents/$node/heartbeat" "$agent" <(echo '{"tasks": []}'); expect heartbeat 200
 api GET "/api/v1/nodes/$node" "$admin"; expect "node ready" 200 '.state == "Ready"'
@@ -105,18 +109,30 @@ expect "work arrives" 200 "[.items[] | select(.op == \"start\") | .task.job] | i
 seq=$(field .seq)
 start=$(jq -c "[.items[] | select(.task.job == \"$ja\")][0].task" "$tmp/body")
 echo "$start" | jq -e '.argv == ["sleep","1"] and (.env.CUDA_DEVICE_ORDER == "PCI_BUS_ID")' >/dev/null && ok || bad "task has argv and env"
-printf '{"tasks":[{"job":"%s","attempt":1,"state":"running","usage":{"cpu_millis":900}}]}' "$ja" >"$tmp/h"
+# a heartbeat carries samples, never states; events carry states
+printf '{"tasks":[{"job":"%s","attempt":1,"usage":{"cpu_millis":900}}]}' "$ja" >"$tmp/h"
 api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
-api GET "/api/v1/jobs/$ja" "$ua"; expect "running" 200 '.state == "running" and .started_ms != null'
-printf '{"tasks":[{"job":"%s","attempt":1,"state":"succeeded","exit_code":0}]}' "$ja" >"$tmp/h"
-api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
-api GET "/api/v1/jobs/$ja/events" "$ua"
-expect "events" 200 '[.items[].state | select(. != "pending")] == ["bound","running","succeeded"] and .items[0].reason == "submitted"'
-api GET "/api/v1/jobs/$ja/metrics" "$ua"; expect "job metrics" 200 '(.samples | length == 1) and .end_ms != null'
+api GET "/api/v1/jobs/$ja" "$ua"; expect "a heartbeat does not start a job" 200 '.state == "bound"'
+t_start=$(( $(date +%s) * 1000 + 30000 )) # the node's clock, a little ahead
+printf '{"events":[{"job":"%s","attempt":1,"event":"started","pid":4242,"time_ms":%s}]}' "$ja" "$t_start" >"$tmp/e"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/e"; expect "started event" 200
+api GET "/api/v1/jobs/$ja" "$ua"; expect "running at the agent's time" 200 ".state == \"running\" and .started_ms == $t_start"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/e"; expect "a repeated event is a no-op" 200
+echo '{"events":[{"job":"1","event":"finished"}]}' >"$tmp/e"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/e"; expect "unknown event" 400 '.field == "events" and (.error | test("events\\[0\\]"))'
 printf 'hello from the task\n' >"$tmp/log"
-api POST "/api/v1/agents/$node/logs/$ja?stream=stdout&offset=0" "$agent" "$tmp/log"; expect "log upload" 200
+printf '{"events":[{"job":"%s","attempt":1,"event":"exited","exit_code":0,"logs":{"stdout":%d,"stderr":0}}]}' "$ja" "$(wc -c <"$tmp/log")" >"$tmp/e"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/e"; expect "exited event" 200
+api GET "/api/v1/jobs/$ja" "$ua"; expect "finished, output on its way" 200 '.state == "succeeded" and (.logs_complete | not)'
+api GET "/api/v1/jobs/$ja/events" "$ua"
+expect "events" 200 '[.items[].state | select(. != "pending")] == ["bound","running","succeeded"] and .items[0].reason == "submitted" and ([.items[] | select(.state == "running")][0] | (.reason | test("pid 4242")) and .time_ms == '"$t_start"')'
+api GET "/api/v1/jobs/$ja/metrics" "$ua"; expect "job metrics" 200 '(.samples | length == 1) and .end_ms != null'
+api POST "/api/v1/agents/$node/logs/$ja?attempt=1&stream=stdout&offset=0" "$agent" "$tmp/log"; expect "log upload" 200 '.truncated | not'
+api GET "/api/v1/jobs/$ja" "$ua"; expect "output complete" 200 '.logs_complete'
 api GET "/api/v1/jobs/$ja/logs" "$ua"
 [ "$code" = 200 ] && grep -q 'hello from the task' "$tmp/body" && ok || bad "log read"
+api GET "/api/v1/jobs/$ja/logs?attempt=2" "$ua"; expect "no attempt 2" 400 '.field == "attempt"'
+api POST "/api/v1/agents/$node/logs/$ja?attempt=7&stream=stdout&offset=0" "$agent" "$tmp/log"; expect "upload to a future attempt" 400 '.field == "attempt"'
 api POST "/api/v1/jobs/$ja/cancel" "$ua"; expect "cancel finished job" 409
 
 # ---- dry run ------------------------------------------------------------------
@@ -144,8 +160,8 @@ job "$tmp/j" low "priority: -50" "preemptible: true" "resources: {gpu: {count: 7
 api POST /api/v1/jobs "$admin" "$tmp/j"; low=$(field .id)
 sleep 0.5
 api GET "/api/v1/jobs/$low" "$admin"; expect "low bound" 200 '.state == "bound"'
-printf '{"tasks":[{"job":"%s","attempt":1,"state":"running"}]}' "$low" >"$tmp/h"
-api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+printf '{"events":[{"job":"%s","attempt":1,"event":"started","pid":1}]}' "$low" >"$tmp/h"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/h"
 job "$tmp/j" high "priorityClass: high" "resources: {gpu: {count: 4}, cpu: 8, memory: 64Gi}"
 api POST /api/v1/jobs "$admin" "$tmp/j"; high=$(field .id)
 sleep 0.5
@@ -153,13 +169,13 @@ api GET "/api/v1/jobs/$low" "$admin"; expect "victim preempting" 200 '.state == 
 api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=2000" "$agent"
 expect "stop order" 200 "[.items[] | select(.op == \"stop\" and .job == \"$low\")] | length == 1"
 seq=$(field .seq)
-printf '{"tasks":[{"job":"%s","attempt":1,"state":"failed","exit_code":0,"signal":15}]}' "$low" >"$tmp/h"
-api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+printf '{"events":[{"job":"%s","attempt":1,"event":"exited","exit_code":0,"signal":15}]}' "$low" >"$tmp/h"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/h"
 sleep 0.5
 api GET "/api/v1/jobs/$low" "$admin"; expect "victim requeued" 200 '(.state == "pending" or .state == "bound") and .attempts == 2 and ([.history[].state] | index("preempted") != null)'
 api GET "/api/v1/jobs/$high" "$admin"; expect "preemptor bound" 200 '.state == "bound"'
-printf '{"tasks":[{"job":"%s","attempt":1,"state":"running"}]}' "$high" >"$tmp/h"
-api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+printf '{"events":[{"job":"%s","attempt":1,"event":"started","pid":2}]}' "$high" >"$tmp/h"
+api POST "/api/v1/agents/$node/events" "$agent" "$tmp/h"
 
 # ---- quota ------------------------------------------------------------------------
 echo '{"quota": {"gpus": 1, "memory": "4Gi"}}' >"$tmp/q"
@@ -204,7 +220,18 @@ expect "pending survive restart" 200 "[.items[].id] == $pending_before"
 api GET "/api/v1/jobs/$high" "$admin"; expect "running survives restart" 200 ".state == \"running\" and .placement.node == \"$node\""
 api GET "/api/v1/jobs/$ja" "$ua"; expect "tokens survive restart" 200 '.state == "succeeded"'
 api GET "/api/v1/nodes/$node" "$admin"; expect "node waits for agent" 200 '.state == "NotReady"'
-api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect "re-register" 200 "[.tasks[].job] | index(\"$high\") != null"
+# the agent holds (adopted) the running task: it stays running, and the
+# answer says how much of its output craterd has
+jq --arg j "$high" '.tasks = [{job: $j, attempt: 1, state: "running", pid: 2}]' "$tmp/r" >"$tmp/r2"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r2"
+expect "re-register" 200 "[.tasks[] | select(.job == \"$high\") | .logs.stdout] == [0]"
+api GET "/api/v1/jobs/$high" "$admin"; expect "held task keeps running" 200 '.state == "running"'
+# a task the node holds that is not placed there is stopped
+jq '.tasks = [{job: "999999", attempt: 1, state: "running", pid: 3}]' "$tmp/r" >"$tmp/r3"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r3"; seq=$(field .seq)
+api GET "/api/v1/jobs/$high" "$admin"; expect "a job the agent no longer holds is requeued" 200 '.state == "pending" or .state == "bound"'
+api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=2000" "$agent"
+expect "stray task stopped" 200 '[.items[] | select(.op == "stop" and .job == "999999")] | length == 1'
 
 stop_craterd && ok || bad "clean stop"
 if grep -q 'Sanitizer' "$craterd_log"; then bad "sanitizer report"; cat "$craterd_log"; else ok; fi

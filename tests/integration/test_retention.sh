@@ -45,7 +45,7 @@ apid=$!
 a=$(job alone)
 until_ 15 'test "$(state "$a")" = succeeded' && ok || { bad "job succeeded"; cat "$tmp/agent.err"; }
 until_ 5 'c logs "$a" 2>/dev/null | grep -q "out of alone"' && ok || bad "logs served"
-[ -s "$tmp/data/logs/$a.stdout" ] && ok || bad "log file kept by craterd"
+[ -s "$tmp/data/logs/$a.1.stdout" ] && ok || bad "log file kept by craterd"
 
 # a finished job that a waiting job names stays
 b=$(job first)
@@ -53,7 +53,7 @@ until_ 15 'test "$(state "$b")" = succeeded' && ok || bad "first succeeded"
 c nodes cordon small-0 --reason "hold the waiter" >/dev/null && ok || bad "cordon"
 w=$(job waiter first)
 until_ 10 'gone "$a"' && ok || bad "the lone finished job is forgotten after jobRetention"
-[ ! -e "$tmp/data/logs/$a.stdout" ] && ok || bad "its log file is deleted"
+[ ! -e "$tmp/data/logs/$a.1.stdout" ] && ok || bad "its log file is deleted"
 sleep 3 # past the retention of "first" again
 [ "$(state "$b")" = succeeded ] && ok || bad "a job awaited by a waiting job is kept"
 [ "$(state "$w")" = pending ] && ok || bad "the waiter waits (node cordoned)"

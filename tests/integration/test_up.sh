@@ -137,7 +137,7 @@ pgrep -f "sleep $s60" >/dev/null && bad "stubborn task still running" || ok
 
 # ---- preemption: a high-priority job displaces a preemptible one -------------------------
 low=$(submit 'name: low
-command: [sleep, "'"$s60"'"]
+command: [sh, -c, "echo attempt $CRATER_ATTEMPT; exec sleep '"$s60"'"]
 priority: -10
 preemptible: true
 nodeSelector: {zone: b}
@@ -151,6 +151,11 @@ resources: {cpu: 2, memory: 64Mi}')
 wait_for 40 "$high" '.state == "succeeded"' && ok || bad "high ran"
 job "$low" | jq -e '([.history[].state] | index("preempting") != null) and ([.history[].state] | index("preempted") != null)' >/dev/null && ok || bad "low preempted"
 wait_for 30 "$low" '.state == "running" and .attempts == 2' && ok || bad "low requeued and running again"
+# each attempt has its own log
+for i in $(seq 1 50); do [ "$(c logs "$low" 2>/dev/null)" = "attempt 2" ] && break; sleep 0.1; done
+[ "$(c logs "$low")" = "attempt 2" ] && ok || bad "latest attempt's log: '$(c logs "$low")'"
+[ "$(c logs "$low" --attempt 1)" = "attempt 1" ] && ok || bad "attempt 1's log kept apart: '$(c logs "$low" --attempt 1)'"
+c logs "$low" --attempt 3 >/dev/null 2>&1 && bad "--attempt 3 of a job with 2 attempts" || ok
 c cancel "$low" >/dev/null
 
 # ---- Ctrl-C stops everything -------------------------------------------------------------

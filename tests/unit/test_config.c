@@ -504,7 +504,8 @@ START_TEST(encode_defaults_has_every_key)
 
     ck_assert_int_eq(crater_config_defaults(&a), 0);
     ea = crater_config_encode(&a);
-    ck_assert_uint_eq(json_object_size(ea), 7);
+    ck_assert_uint_eq(json_object_size(ea), 8);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 15);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 8);
     ck_assert_str_eq(json_string_value(

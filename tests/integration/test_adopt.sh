@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# test_adopt.sh - runtime truth of `crater up` (doc/agent.md "Adoption",
+# "Events"): with heartbeatInterval 60s a running task is `running` in the
+# API at once (events, not heartbeats), with the agent's start time; a
+# task that prints 50 MB is reported finished within a second of its exit
+# and all of its output arrives; kill -9 of `crater up` with running
+# jobs, then a restart on the same data directory: every task keeps
+# running exactly once (counted), is adopted, ends with its real exit code
+# and its whole log; after the final Ctrl-C no task process and no task
+# cgroup is left. Waits are for states, with generous bounds.
+set -uo pipefail
+src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
+pass=0 fail=0
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+up=""
+mark=adopt$RANDOM$RANDOM # in every task's argv: pgrep counts only ours
+cleanup() {
+    [ -n "$up" ] && kill -9 "$up" 2>/dev/null
+    pkill -9 -f "$mark" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+c() { "$bin" "$@" --server "$url" --token "$token"; }
+job() { c get job "$1" -o json 2>/dev/null; }
+wait_for() { # wait_for SECONDS JOB JQ_FILTER
+    local t=$(($1 * 10)) i
+    for i in $(seq 1 "$t"); do
+        job "$2" | jq -e "$3" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "timeout waiting for job $2: $3"
+    job "$2" | jq -c '{state, exit, logs_complete, history: [.history[] | .state + ": " + .reason]}'
+    return 1
+}
+submit() { # submit NAME SHELL_SCRIPT -> job id (the script runs under sh -c)
+    printf 'name: %s\ncommand: [sh, -c, %s, %s]\nresources: {cpu: 100m, memory: 64Mi}\n' \
+        "$1" "$(jq -Rn --arg s "$2" '$s')" "$mark" >"$tmp/j.yaml"
+    c submit -f "$tmp/j.yaml" -o json | jq -r .id
+}
+copies() { pgrep -fc -- "$mark" || true; }
+
+cat >"$tmp/config.yaml" <<'EOF'
+apiVersion: crater/v1
+kind: Config
+agent:
+  heartbeatInterval: 60s
+  heartbeatTimeout: 180s
+EOF
+
+start_up() { # start_up NAME: crater up on $tmp/var; sets up, url, token
+    "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/config.yaml" \
+        --hardware "$src/tests/data/hw-small.yaml" >"$tmp/$1.out" 2>&1 &
+    up=$!
+    url=""
+    for _ in $(seq 1 300); do
+        url=$(sed -n 's/.*API on \(http:[^,]*\),.*/\1/p' "$tmp/$1.out")
+        [ -n "$url" ] && break
+        kill -0 "$up" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -n "$url" ] || { echo "crater up did not start:"; cat "$tmp/$1.out"; exit 1; }
+    token=$(cat "$tmp/var/admin.token")
+    for _ in $(seq 1 300); do
+        [ "$(c get nodes -o json | jq '[.items[] | select(.state == "Ready")] | length')" = 3 ] && return 0
+        sleep 0.1
+    done
+    echo "crater up: nodes not ready:"; c get nodes; cat "$tmp/$1.out"; exit 1
+}
+
+cd "$tmp"
+start_up up1
+
+# ---- running at once, with heartbeatInterval 60s --------------------------------------
+id=$(submit minute 'echo begin; sleep 60; echo never')
+wait_for 10 "$id" '.state == "running"' && ok || bad "running shown without a heartbeat"
+job "$id" | jq -e '([.history[] | select(.state == "running")][0].reason | test("pid [0-9]+"))
+    and .started_ms != null' >/dev/null && ok || bad "started event has the pid and start time"
+c cancel "$id" >/dev/null
+wait_for 30 "$id" '.state == "cancelled"' && ok || bad "minute job cancelled"
+
+# ---- 50 MB of output: finished at its exit, the bytes follow --------------------------
+id=$(submit big 'head -c 50000000 /dev/zero | tr "\0" x')
+seen=""
+for _ in $(seq 1 600); do
+    st=$(job "$id" | jq -r .state)
+    if [ "$st" = succeeded ]; then seen=$(date +%s%3N); break; fi
+    sleep 0.1
+done
+if [ -z "$seen" ]; then bad "50 MB job did not succeed"; job "$id"; else
+    ended=$(job "$id" | jq -r .finished_ms)
+    lag=$((seen - ended))
+    echo "50 MB job: reported finished ${lag} ms after its task exited"
+    [ "$lag" -lt 1000 ] && ok || bad "reported ${lag} ms after exit (want < 1000)"
+fi
+bytes=$(c logs "$id" | wc -c)
+[ "$bytes" = 50000000 ] && ok || bad "50 MB log: got $bytes bytes"
+wait_for 30 "$id" '.logs_complete' && ok || bad "logs_complete"
+# the agent deletes its copy once craterd has it
+files() { find "$tmp"/var/agent-*/"$1" -mindepth 1 2>/dev/null; }
+for _ in $(seq 1 100); do
+    [ -z "$(files logs)" ] && break
+    sleep 0.1
+done
+[ -z "$(files logs)" ] && ok || bad "agent log files left: $(files logs)"
+
+# ---- kill -9 of crater up with running jobs ---------------------------------------------
+ids=()
+for k in 1 2 3; do
+    ids+=("$(submit "survivor-$k" "echo start $k; sleep 5; echo end $k; exit 1$k")")
+done
+for id in "${ids[@]}"; do
+    wait_for 20 "$id" '.state == "running"' || bad "job $id running before the kill"
+done
+[ "$(copies)" = 3 ] && ok || bad "3 tasks before the kill, counted $(copies)"
+{ kill -9 "$up"; wait "$up"; } 2>/dev/null
+up=""
+[ "$(copies)" = 3 ] && ok || bad "tasks survive kill -9 of crater up (counted $(copies))"
+start_up up2
+grep -q "adopted" "$tmp/up2.out" && ok || bad "restart adopts the tasks"
+n=$(copies)
+[ "$n" -le 3 ] && ok || bad "$n copies after the restart (a job started twice)"
+for k in 1 2 3; do
+    id=${ids[$((k - 1))]}
+    wait_for 30 "$id" ".state == \"failed\" and .exit.code == 1$k and .attempts == 1" \
+        && ok || bad "job $id ends with its own exit code 1$k"
+    out=$(c logs "$id")
+    [ "$out" = "$(printf 'start %s\nend %s' "$k" "$k")" ] && ok || bad "job $id log: '$out'"
+done
+[ "$(copies)" = 0 ] && ok || bad "$(copies) task processes after they ended"
+
+# ---- Ctrl-C: nothing left behind --------------------------------------------------------
+id=$(submit last 'sleep 120')
+wait_for 20 "$id" '.state == "running"' && ok || bad "last job running"
+cg=$(cat "$tmp"/var/agent-*/tasks/"$id".1/task.json | jq -r .cgroup)
+[ -n "$cg" ] && ok || bad "task record names its cgroup"
+kill -INT "$up"
+for _ in $(seq 1 200); do kill -0 "$up" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$up" 2>/dev/null; then bad "crater up still running 20 s after Ctrl-C"; else
+    wait "$up"; rc=$?; up=""
+    [ "$rc" = 0 ] && ok || { bad "crater up exit $rc"; tail -n 40 "$tmp/up2.out"; }
+fi
+[ "$(copies)" = 0 ] && ok || bad "task processes left after Ctrl-C: $(copies)"
+left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$cg" 2>/dev/null)
+[ -z "$left" ] && ok || bad "cgroups left: $left"
+[ -z "$(files tasks)" ] && ok || bad "task records left: $(files tasks)"
+[ -z "$(files work)" ] && ok || bad "working directories left: $(files work)"
+grep -q 'Sanitizer' "$tmp"/up*.out && { bad "sanitizer report"; grep -A20 Sanitizer "$tmp"/up*.out; } || ok
+
+echo "test_adopt: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
