@@ -36,6 +36,7 @@
 #include "crater/doc.h"
 #include "crater/hwfile.h"
 #include "crater/log.h"
+#include "crater/proto.h"
 #include "daemon/buildinfo.h"
 
 #define TICK_MS 100
@@ -115,38 +116,39 @@ out:
 /* ---- register
  * ---------------------------------------------------------------- */
 
-/* Every task held here (caller holds a->mu). */
-static json_t *held_tasks(crater_agent_t *a)
+/* The register request: every task held here (caller holds a->mu). */
+static json_t *register_body(crater_agent_t *a)
 {
-    json_t *v = json_array();
+    crater_proto_register_t r = {
+        .version = (char *)crater_version(),
+        .protocol = CRATER_AGENT_PROTOCOL,
+        .node = a->hw,
+        .tasks = calloc(a->ntasks + 1, sizeof(*r.tasks)),
+    };
+    json_t *body = NULL;
 
-    for (size_t i = 0; v && i < a->ntasks; i++)
-        json_array_append_new(v, task_held(a->tasks[i]));
-    return v;
+    for (size_t i = 0; r.tasks && i < a->ntasks; i++)
+        r.tasks[r.ntasks++] = task_held(a->tasks[i]);
+    if (r.tasks)
+        body = crater_proto_register_encode(&r);
+    free(r.tasks); /* the rest is borrowed */
+    return body;
 }
 
 /* The register answer: craterd's log offsets for adopted tasks (whose
  * output a previous agent may have shipped in part); events again. */
-static void after_register(crater_agent_t *a, json_t *resp)
+static void after_register(crater_agent_t *a,
+                           const crater_proto_registered_t *r)
 {
-    json_t *tasks = json_object_get(resp, "tasks"), *e;
     size_t i;
 
-    json_array_foreach(tasks, i, e)
-    {
-        const char *job = json_string_value(json_object_get(e, "job"));
-        json_t *logs = json_object_get(e, "logs");
-        atask_t *t = job ? task_find(a,
-                                     job,
-                                     (uint32_t)json_integer_value(
-                                         json_object_get(e, "attempt")))
-                         : NULL;
-        if (!t || !t->log_resync)
+    for (i = 0; i < r->ntasks; i++) {
+        const crater_proto_task_t *e = &r->tasks[i];
+        atask_t *t = task_find(a, e->job, e->attempt);
+        if (!t || !t->log_resync || !e->has_logs)
             continue;
-        t->log_sent[0] =
-            (uint64_t)json_integer_value(json_object_get(logs, "stdout"));
-        t->log_sent[1] =
-            (uint64_t)json_integer_value(json_object_get(logs, "stderr"));
+        t->log_sent[0] = e->logs[0];
+        t->log_sent[1] = e->logs[1];
     }
     for (i = 0; i < a->ntasks; i++) {
         a->tasks[i]->log_resync = false;
@@ -156,39 +158,67 @@ static void after_register(crater_agent_t *a, json_t *resp)
     report_kick(a);
 }
 
+/* A JSON answer of craterd's, decoded by fn into out. */
+static int decode_answer(json_t *resp,
+                         int (*fn)(crater_dec_t *, json_t *, void *),
+                         void *out,
+                         const char *what,
+                         crater_error_t *err)
+{
+    crater_error_t derr;
+    crater_dec_t dec;
+
+    crater_dec_init(&dec, NULL, 0, &derr);
+    if (fn(&dec, resp, out) == 0)
+        return 0;
+    return crater_errorf_field(err,
+                               derr.errnum,
+                               derr.field,
+                               "%s answer: %s",
+                               what,
+                               derr.text);
+}
+
+static int dec_registered(crater_dec_t *d, json_t *v, void *out)
+{
+    return crater_proto_registered_decode(d, v, out);
+}
+
+static int dec_work(crater_dec_t *d, json_t *v, void *out)
+{
+    return crater_proto_work_decode(d, v, out);
+}
+
 static int do_register(crater_agent_t *a, crater_error_t *err)
 {
+    crater_proto_registered_t reg;
     char path[512];
     json_t *body, *resp = NULL;
     int rc;
 
     snprintf(path, sizeof(path), "/api/v1/agents/%s/register", a->node.name);
     pthread_mutex_lock(&a->mu);
-    body = json_pack("{s:s, s:i, s:O, s:o}",
-                     "version",
-                     crater_version(),
-                     "protocol",
-                     CRATER_AGENT_PROTOCOL,
-                     "node",
-                     a->hw,
-                     "tasks",
-                     held_tasks(a));
+    body = register_body(a);
     pthread_mutex_unlock(&a->mu);
+    if (!body)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     rc = crater_client_json(a->work_client, "POST", path, body, &resp, err);
     json_decref(body);
+    if (rc == 0)
+        rc = decode_answer(resp, dec_registered, &reg, "register", err);
+    json_decref(resp);
     if (rc < 0)
         return -1;
     pthread_mutex_lock(&a->mu);
-    a->seq = (uint64_t)json_integer_value(json_object_get(resp, "seq"));
-    a->hb_interval_ms = (uint64_t)json_integer_value(
-        json_object_get(resp, "heartbeatInterval_ms"));
+    a->seq = reg.seq;
+    a->hb_interval_ms = reg.heartbeat_interval_ms;
     if (a->hb_interval_ms == 0)
         a->hb_interval_ms = 5000;
     a->need_register = false;
     a->hb_now = true;
-    after_register(a, resp);
+    after_register(a, &reg);
     pthread_mutex_unlock(&a->mu);
-    json_decref(resp);
+    crater_proto_registered_clear(&reg);
     crater_log(LOG_INFO, "registered node %s with %s", a->node.name, a->server);
     return 0;
 }
@@ -196,32 +226,31 @@ static int do_register(crater_agent_t *a, crater_error_t *err)
 /* ---- work
  * -------------------------------------------------------------------- */
 
-static void apply_item(crater_agent_t *a, json_t *it)
+static void apply_item(crater_agent_t *a, crater_proto_item_t *it)
 {
-    const char *op = json_string_value(json_object_get(it, "op"));
+    atask_t *t;
 
-    if (op && strcmp(op, "start") == 0) {
-        task_start(a, json_object_get(it, "task"));
-    } else if (op && strcmp(op, "resync") == 0) {
+    switch (it->op) {
+    case CRATER_PROTO_START:
+        task_start(a, &it->task);
+        break;
+    case CRATER_PROTO_RESYNC:
         a->need_register = true; /* craterd saw this node come back */
-    } else if (op && strcmp(op, "stop") == 0) {
-        const char *job = json_string_value(json_object_get(it, "job"));
-        uint32_t att =
-            (uint32_t)json_integer_value(json_object_get(it, "attempt"));
-        atask_t *t = job ? task_find(a, job, att) : NULL;
+        break;
+    case CRATER_PROTO_STOP:
+        t = task_find(a, it->stop.job, it->stop.attempt);
         if (t)
-            task_stop(a,
-                      t,
-                      (uint64_t)json_integer_value(
-                          json_object_get(it, "gracePeriod_ms")));
+            task_stop(a, t, it->stop.grace_period_ms);
+        break;
     }
 }
 
 static int poll_once(crater_agent_t *a, crater_error_t *err)
 {
+    crater_proto_work_t work;
     char path[512];
-    json_t *resp = NULL, *it;
-    size_t i;
+    json_t *resp = NULL;
+    int rc;
 
     snprintf(path,
              sizeof(path),
@@ -231,12 +260,16 @@ static int poll_once(crater_agent_t *a, crater_error_t *err)
              POLL_WAIT_MS);
     if (crater_client_json(a->work_client, "GET", path, NULL, &resp, err) < 0)
         return -1;
-    pthread_mutex_lock(&a->mu);
-    json_array_foreach(json_object_get(resp, "items"), i, it) apply_item(a, it);
-    if (json_is_integer(json_object_get(resp, "seq")))
-        a->seq = (uint64_t)json_integer_value(json_object_get(resp, "seq"));
-    pthread_mutex_unlock(&a->mu);
+    rc = decode_answer(resp, dec_work, &work, "work", err);
     json_decref(resp);
+    if (rc < 0)
+        return -1;
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < work.nitems; i++)
+        apply_item(a, &work.items[i]);
+    a->seq = work.seq;
+    pthread_mutex_unlock(&a->mu);
+    crater_proto_work_clear(&work);
     return 0;
 }
 
@@ -304,11 +337,15 @@ static void *work_main(void *arg)
  * node running typical jobs would), 0.9 SM utilisation on each GPU a task
  * holds, its slice as used GPU memory.
  * Nodes with real samples report /proc and NVML. Caller holds a->mu. */
-static json_t *synthetic_util(crater_agent_t *a)
+static double frac01(double x)
+{
+    return x < 0 || x != x ? 0 : x > 1 ? 1 : x;
+}
+
+static void synthetic_util(crater_agent_t *a, crater_proto_heartbeat_t *h)
 {
     uint64_t cpu = 0, mem = 0, cap_cpu = crater_node_cpu_milli(&a->node);
     uint64_t cap_mem = crater_node_memory_bytes(&a->node);
-    json_t *gpus = json_array();
     double gu[CRATER_MAX_GPUS_PER_NODE] = {0};
     uint64_t gm[CRATER_MAX_GPUS_PER_NODE] = {0};
 
@@ -326,75 +363,69 @@ static json_t *synthetic_util(crater_agent_t *a)
         }
     }
     for (size_t g = 0; g < a->node.ngpus && g < CRATER_MAX_GPUS_PER_NODE; g++)
-        json_array_append_new(gpus,
-                              json_pack("{s:i, s:f, s:I}",
-                                        "index",
-                                        (int)g,
-                                        "util",
-                                        gu[g],
-                                        "memory_used_bytes",
-                                        (json_int_t)gm[g]));
-    return json_pack("{s:f, s:f, s:f, s:o}",
-                     "cpu",
-                     cap_cpu ? 0.5 * (double)cpu / (double)cap_cpu : 0.0,
-                     "memory",
-                     cap_mem ? 0.5 * (double)mem / (double)cap_mem : 0.0,
-                     "disk",
-                     0.0,
-                     "gpus",
-                     gpus);
+        h->gpus[h->ngpus++] = (crater_proto_gpu_util_t){
+            .index = (uint32_t)g,
+            .util = gu[g],
+            .memory_used_bytes = gm[g],
+        };
+    h->cpu = frac01(cap_cpu ? 0.5 * (double)cpu / (double)cap_cpu : 0.0);
+    h->memory = frac01(cap_mem ? 0.5 * (double)mem / (double)cap_mem : 0.0);
+    h->disk = 0.0;
 }
 
-static json_t *util_json(crater_agent_t *a)
+/* The machine's utilisation into h: fractions, clamped to [0, 1] (a
+ * sampler's rounding never makes a heartbeat craterd refuses). */
+static void util_sample(crater_agent_t *a, crater_proto_heartbeat_t *h)
 {
     crater_host_sample_t hs = {0};
-    json_t *gpus;
 
+    h->has_util = true;
     if (a->synthetic) {
-        json_t *u;
         pthread_mutex_lock(&a->mu);
-        u = synthetic_util(a);
+        synthetic_util(a, h);
         pthread_mutex_unlock(&a->mu);
-        return u;
+        return;
     }
-    gpus = json_array();
     crater_sampler_get(a->sampler, &hs);
-    for (unsigned i = 0; a->nvml && i < crater_nvml_count(a->nvml); i++) {
+    for (unsigned i = 0; a->nvml && i < crater_nvml_count(a->nvml)
+                         && i < CRATER_MAX_GPUS_PER_NODE;
+         i++) {
         double u = 0;
         uint64_t used = 0;
         crater_nvml_util(a->nvml, i, &u, &used, NULL);
-        json_array_append_new(gpus,
-                              json_pack("{s:i, s:f, s:I}",
-                                        "index",
-                                        (int)i,
-                                        "util",
-                                        u,
-                                        "memory_used_bytes",
-                                        (json_int_t)used));
+        h->gpus[h->ngpus++] = (crater_proto_gpu_util_t){
+            .index = i,
+            .util = frac01(u),
+            .memory_used_bytes = used,
+        };
     }
-    return json_pack("{s:f, s:f, s:f, s:o}",
-                     "cpu",
-                     hs.cpu,
-                     "memory",
-                     hs.mem,
-                     "disk",
-                     hs.disk_util,
-                     "gpus",
-                     gpus);
+    h->cpu = frac01(hs.cpu);
+    h->memory = frac01(hs.mem);
+    h->disk = frac01(hs.disk_util);
 }
 
 static void heartbeat(crater_agent_t *a)
 {
-    json_t *tasks = json_array(), *body, *resp = NULL;
+    crater_proto_heartbeat_t *hb = calloc(1, sizeof(*hb));
+    json_t *body = NULL, *resp = NULL;
     crater_error_t err;
     char path[512];
 
+    if (!hb)
+        return;
+    util_sample(a, hb);
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < a->ntasks; i++)
+    hb->tasks = calloc(a->ntasks + 1, sizeof(*hb->tasks));
+    for (size_t i = 0; hb->tasks && i < a->ntasks; i++)
         if (a->tasks[i]->state == AT_RUNNING)
-            json_array_append_new(tasks, task_usage(a->tasks[i]));
+            hb->tasks[hb->ntasks++] = task_usage(a->tasks[i]);
+    if (hb->tasks) /* encoded under a->mu: the usages borrow the tasks */
+        body = crater_proto_heartbeat_encode(hb);
     pthread_mutex_unlock(&a->mu);
-    body = json_pack("{s:o, s:o}", "util", util_json(a), "tasks", tasks);
+    free(hb->tasks);
+    free(hb);
+    if (!body)
+        return;
     snprintf(path, sizeof(path), "/api/v1/agents/%s/heartbeat", a->node.name);
     if (crater_client_json(a->sup_client, "POST", path, body, &resp, &err)
         < 0) {

@@ -22,6 +22,7 @@
 #include "crater/client.h"
 #include "crater/model.h"
 #include "crater/nvml.h"
+#include "crater/proto.h"
 #include "crater/sampler.h"
 
 typedef enum atask_state {
@@ -144,17 +145,20 @@ void taskstate_remove(const atask_t *t);
 
 /* task.c (callers hold a->mu) */
 atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt);
-int task_start(crater_agent_t *a, json_t *task);
+/* Start the order's task (the order's environment is completed in place:
+ * GPU sharing adds its variables). */
+int task_start(crater_agent_t *a, crater_proto_task_t *task);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
 void task_supervise(crater_agent_t *a, int64_t now);
 int task_add(crater_agent_t *a, atask_t *t);
-/* Heartbeat entry of a running task: {job, attempt, usage}. */
-json_t *task_usage(atask_t *t);
+/* The messages about t; each borrows t's strings (valid while t lives
+ * and a->mu is held). Heartbeat entry of a running task: */
+crater_proto_usage_t task_usage(const atask_t *t);
 /* Event for craterd: started (pid, start time) or exited (code, signal,
  * OOM, reason, end time, the log sizes at exit). */
-json_t *task_event(atask_t *t, bool exit);
-/* Register entry: {job, attempt, state: running|exited, pid, started_ms}. */
-json_t *task_held(atask_t *t);
+crater_proto_event_t task_event(const atask_t *t, bool exit);
+/* Register entry: running or exited, pid, start time. */
+crater_proto_held_t task_held(const atask_t *t);
 void task_free(crater_agent_t *a, atask_t *t);
 /* Take t out of the table and free it; an exited task's log files, record
  * and working directory are deleted. */
@@ -165,8 +169,7 @@ int task_user(crater_agent_t *a, crater_error_t *err);
 const char *agent_gpuslice_lib(void);
 int agent_slice_setup(crater_agent_t *a,
                       atask_t *t,
-                      json_t *task,
-                      json_t *env,
+                      crater_proto_task_t *task,
                       crater_error_t *err);
 void agent_slice_cleanup(atask_t *t);
 bool agent_slice_over(const uint64_t *used,

@@ -67,41 +67,45 @@ static void wait_ms(crater_agent_t *a, pthread_cond_t *c, uint64_t ms)
 /* ---- events ---------------------------------------------------------------
  */
 
-/* Pending events (caller holds a->mu); NULL when there are none. */
-static json_t *pending_events(crater_agent_t *a)
+/* The request body of every pending event (caller holds a->mu), NULL
+ * when there are none; *sent says which events it carries (their job ids
+ * copied: a task may go once a->mu is released). */
+static json_t *pending_events(crater_agent_t *a, crater_proto_events_t *sent)
 {
-    json_t *evs = NULL;
+    crater_proto_event_t *ev = calloc(2 * a->ntasks + 1, sizeof(*ev));
+    crater_proto_events_t evs = {.events = ev};
+    json_t *body = NULL;
 
-    for (size_t i = 0; i < a->ntasks; i++) {
+    memset(sent, 0, sizeof(*sent));
+    for (size_t i = 0; ev && i < a->ntasks; i++) {
         atask_t *t = a->tasks[i];
-        if (!evs
-            && ((!t->start_sent && t->pid > 0)
-                || (t->state == AT_EXITED && !t->exit_sent)))
-            evs = json_array();
         if (!t->start_sent && t->pid > 0)
-            json_array_append_new(evs, task_event(t, false));
+            ev[evs.nevents++] = task_event(t, false);
         if (t->state == AT_EXITED && !t->exit_sent)
-            json_array_append_new(evs, task_event(t, true));
+            ev[evs.nevents++] = task_event(t, true);
     }
-    return evs;
+    if (evs.nevents > 0)
+        body = crater_proto_events_encode(&evs);
+    for (size_t i = 0; body && i < evs.nevents; i++) {
+        ev[i] = (crater_proto_event_t){.job = strdup(ev[i].job),
+                                       .attempt = ev[i].attempt,
+                                       .event = ev[i].event};
+    }
+    if (body)
+        *sent = evs;
+    else
+        free(ev);
+    return body;
 }
 
-static void mark_sent(crater_agent_t *a, json_t *evs)
+static void mark_sent(crater_agent_t *a, const crater_proto_events_t *evs)
 {
-    size_t i;
-    json_t *e;
-
-    json_array_foreach(evs, i, e)
-    {
-        const char *job = json_string_value(json_object_get(e, "job"));
-        const char *what = json_string_value(json_object_get(e, "event"));
-        atask_t *t = task_find(a,
-                               job,
-                               (uint32_t)json_integer_value(
-                                   json_object_get(e, "attempt")));
+    for (size_t i = 0; i < evs->nevents; i++) {
+        const crater_proto_event_t *e = &evs->events[i];
+        atask_t *t = e->job ? task_find(a, e->job, e->attempt) : NULL;
         if (!t)
             continue;
-        if (strcmp(what, "started") == 0)
+        if (e->event == CRATER_PROTO_STARTED)
             t->start_sent = true;
         else
             t->exit_sent = true;
@@ -117,22 +121,22 @@ void *report_events_main(void *arg)
     snprintf(path, sizeof(path), "/api/v1/agents/%s/events", a->node.name);
     pthread_mutex_lock(&a->mu);
     while (!a->stopping) {
-        json_t *evs = a->need_register ? NULL : pending_events(a);
-        json_t *body, *resp = NULL;
+        crater_proto_events_t sent;
+        json_t *body = a->need_register ? NULL : pending_events(a, &sent);
+        json_t *resp = NULL;
         crater_error_t err;
         int rc;
-        if (!evs) {
+        if (!body) {
             wait_ms(a, &a->ev_wake, 1000);
             continue;
         }
         pthread_mutex_unlock(&a->mu);
-        body = json_pack("{s:O}", "events", evs);
         rc = crater_client_json(a->ev_client, "POST", path, body, &resp, &err);
         json_decref(body);
         json_decref(resp);
         pthread_mutex_lock(&a->mu);
         if (rc == 0) {
-            mark_sent(a, evs);
+            mark_sent(a, &sent);
             delay = 100;
         } else {
             crater_log(LOG_WARNING,
@@ -143,7 +147,7 @@ void *report_events_main(void *arg)
             wait_ms(a, &a->ev_wake, delay);
             delay = delay * 2 > 5000 ? 5000 : delay * 2;
         }
-        json_decref(evs);
+        crater_proto_events_clear(&sent);
     }
     pthread_mutex_unlock(&a->mu);
     return NULL;

@@ -2,7 +2,8 @@
  * interposer, the task environment for each isolation mode, and the NVML
  * watchdog (doc/gpu-sharing.md).
  *
- * Modes (job spec gpuIsolation): "slice" (default for GPU-memory slices):
+ * Modes (the order's limits.gpuIsolation, from the job spec's
+ * resources.gpu.isolation): "slice" (default for GPU-memory slices):
  * the agent writes /dev/shm/crater-<cgroup>.slice with the task's limit
  * on each GPU UUID and preloads libcrater-gpuslice.so, which makes an
  * allocation past the limit fail with CUDA_ERROR_OUT_OF_MEMORY; "mps":
@@ -79,50 +80,32 @@ const char *agent_gpuslice_lib(void)
 }
 
 /* A slice (not whole GPUs) was placed: the task's limit per GPU. */
-static bool has_slice(const atask_t *t, json_t *task)
+static bool has_slice(const atask_t *t, const crater_proto_task_t *task)
 {
-    json_t *pl = json_object_get(task, "placement");
-
-    return t->ngpus > 0 && !json_is_true(json_object_get(pl, "whole_gpus"));
-}
-
-static const char *isolation(json_t *task)
-{
-    json_t *spec = json_object_get(task, "spec");
-    json_t *gpu = json_object_get(json_object_get(spec, "resources"), "gpu");
-    const char *m = json_string_value(json_object_get(gpu, "isolation"));
-
-    return m ? m : "slice";
+    return t->ngpus > 0 && !task->placement.whole_gpus;
 }
 
 static int write_slice_file(crater_agent_t *a,
                             atask_t *t,
-                            json_t *task,
+                            const crater_proto_task_t *task,
                             crater_error_t *err)
 {
     crater_gpuslice_limit_t lim[CRATER_GPUSLICE_MAX_GPUS];
-    json_t *gpus = json_object_get(json_object_get(task, "placement"), "gpus");
+    const crater_proto_placement_t *pl = &task->placement;
     char path[256];
-    json_t *g;
-    size_t i;
 
     memset(lim, 0, sizeof(lim));
-    json_array_foreach(gpus, i, g)
-    {
+    for (uint32_t i = 0; i < pl->ngpus; i++) {
         if (i >= CRATER_GPUSLICE_MAX_GPUS
-            || crater_gpuslice_uuid_parse(json_string_value(
-                                              json_object_get(g, "uuid")),
-                                          lim[i].uuid,
-                                          err)
+            || crater_gpuslice_uuid_parse(pl->gpus[i].uuid, lim[i].uuid, err)
                    < 0)
             return -1;
-        lim[i].limit =
-            (uint64_t)json_integer_value(json_object_get(g, "memory_bytes"));
+        lim[i].limit = pl->gpus[i].memory_bytes;
     }
     snprintf(path, sizeof(path), "/dev/shm/crater-%s.slice", t->cg);
     if (crater_gpuslice_create(path,
                                lim,
-                               json_array_size(gpus),
+                               pl->ngpus,
                                a->switch_user ? a->uid : getuid(),
                                a->switch_user ? a->gid : getgid(),
                                err)
@@ -132,18 +115,23 @@ static int write_slice_file(crater_agent_t *a,
     return 0;
 }
 
-static void setenv_json(json_t *env, const char *k, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int setenv_fmt(crater_proto_task_t *task,
+                      const char *k,
+                      const char *fmt,
+                      ...) __attribute__((format(printf, 3, 4)));
 
-static void setenv_json(json_t *env, const char *k, const char *fmt, ...)
+static int setenv_fmt(crater_proto_task_t *task,
+                      const char *k,
+                      const char *fmt,
+                      ...)
 {
-    char buf[1024];
+    char buf[4200];
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    json_object_set_new(env, k, json_string(buf));
+    return crater_proto_task_setenv(task, k, buf);
 }
 
 /* The context overhead the interposer charges per process and GPU: one
@@ -162,13 +150,13 @@ static uint64_t task_overhead(const crater_agent_t *a, const atask_t *t)
 
 static int slice_env(crater_agent_t *a,
                      atask_t *t,
-                     json_t *task,
-                     json_t *env,
+                     crater_proto_task_t *task,
                      crater_error_t *err)
 {
     const char *lib = agent_gpuslice_lib();
-    const char *pre = json_string_value(json_object_get(env, "LD_PRELOAD"));
+    const char *pre = crater_proto_task_getenv(task, "LD_PRELOAD");
     uint64_t overhead = task_overhead(a, t);
+    int rc = 0;
 
     if (write_slice_file(a, t, task, err) < 0)
         return -1;
@@ -180,21 +168,22 @@ static int slice_env(crater_agent_t *a,
                    t->job);
         return 0;
     }
-    setenv_json(env, "CRATER_GPUSLICE_FILE", "%s", t->slice_path);
-    setenv_json(env, "CRATER_GPUSLICE_CTX_OVERHEAD", "%" PRIu64, overhead);
-    setenv_json(env,
-                "LD_PRELOAD",
-                "%s%s%s",
-                lib,
-                pre ? ":" : "",
-                pre ? pre : "");
-    return 0;
+    rc |= setenv_fmt(task, "CRATER_GPUSLICE_FILE", "%s", t->slice_path);
+    rc |=
+        setenv_fmt(task, "CRATER_GPUSLICE_CTX_OVERHEAD", "%" PRIu64, overhead);
+    rc |= setenv_fmt(task,
+                     "LD_PRELOAD",
+                     "%s%s%s",
+                     lib,
+                     pre ? ":" : "",
+                     pre ? pre : "");
+    return rc ? crater_errorf(err, CRATER_ENOMEM, "out of memory") : 0;
 }
 
 /* MPS: the server enforces the pinned memory limit per device (by the
  * index CUDA_VISIBLE_DEVICES gives the task); SMs in proportion to the
  * share of the GPU's memory. */
-static void mps_env(crater_agent_t *a, atask_t *t, json_t *env)
+static int mps_env(crater_agent_t *a, atask_t *t, crater_proto_task_t *task)
 {
     char lim[512] = "";
     size_t off = 0;
@@ -213,13 +202,13 @@ static void mps_env(crater_agent_t *a, atask_t *t, json_t *env)
         if (cap && (double)t->gpu_bytes[i] / (double)cap < share)
             share = (double)t->gpu_bytes[i] / (double)cap;
     }
-    json_object_set_new(env,
-                        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-                        json_string(lim));
-    setenv_json(env,
-                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-                "%d",
-                share * 100 < 1 ? 1 : (int)(share * 100 + 0.5));
+    if (crater_proto_task_setenv(task, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim)
+        < 0)
+        return -1;
+    return setenv_fmt(task,
+                      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                      "%d",
+                      share * 100 < 1 ? 1 : (int)(share * 100 + 0.5));
 }
 
 /* ---- MIG ------------------------------------------------------------- */
@@ -338,8 +327,7 @@ static int mig_check(const crater_agent_t *a,
 /* Run the task on a MIG device of its one GPU. */
 static int mig_setup(crater_agent_t *a,
                      atask_t *t,
-                     json_t *task,
-                     json_t *env,
+                     crater_proto_task_t *task,
                      crater_error_t *err)
 {
     crater_nvml_mig_t migs[MIG_MAX];
@@ -366,7 +354,8 @@ static int mig_setup(crater_agent_t *a,
     if (k < 0)
         return mig_none(t, migs, n, busy, !has_slice(t, task), err);
     snprintf(t->mig_uuid, sizeof(t->mig_uuid), "%s", migs[k].uuid);
-    json_object_set_new(env, "CUDA_VISIBLE_DEVICES", json_string(t->mig_uuid));
+    if (crater_proto_task_setenv(task, "CUDA_VISIBLE_DEVICES", t->mig_uuid) < 0)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     t->watch = false; /* the hardware enforces the instance's memory */
     crater_log(LOG_INFO,
                "job %s: MIG device %s (%" PRIu64 " MiB) of GPU %u",
@@ -381,24 +370,23 @@ static int mig_setup(crater_agent_t *a,
 
 int agent_slice_setup(crater_agent_t *a,
                       atask_t *t,
-                      json_t *task,
-                      json_t *env,
+                      crater_proto_task_t *task,
                       crater_error_t *err)
 {
-    const char *mode = isolation(task);
+    crater_gpu_isolation_t mode = task->limits.gpu_isolation;
 
-    if (t->ngpus == 0 || strcmp(mode, "none") == 0)
+    if (t->ngpus == 0 || mode == CRATER_GPU_ISO_NONE)
         return 0;
-    if (strcmp(mode, "mig") == 0)
-        return mig_setup(a, t, task, env, err);
+    if (mode == CRATER_GPU_ISO_MIG)
+        return mig_setup(a, t, task, err);
     if (!has_slice(t, task))
         return 0;
     t->watch = true;
-    if (strcmp(mode, "mps") == 0) {
-        mps_env(a, t, env);
-        return 0;
-    }
-    return slice_env(a, t, task, env, err);
+    if (mode == CRATER_GPU_ISO_MPS)
+        return mps_env(a, t, task) < 0
+                   ? crater_errorf(err, CRATER_ENOMEM, "out of memory")
+                   : 0;
+    return slice_env(a, t, task, err);
 }
 
 void agent_slice_cleanup(atask_t *t)

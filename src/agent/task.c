@@ -110,54 +110,23 @@ static int read_small(const char *path, char *buf, size_t n)
     return 0;
 }
 
-static int name_index(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; s && i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
 /* IO throttles from ioProfile on the device the job was placed on:
  * craterd sends the profile and the workload type it resolved (explicit
  * or inferred), so an ioProfile applies whenever it is set. */
-static void io_limits(json_t *task, crater_cg_limits_t *lim)
+static void io_limits(const crater_proto_task_t *task, crater_cg_limits_t *lim)
 {
-    static const char *const profiles[] = {
-        [CRATER_IO_DEFAULT] = "default",
-        [CRATER_IO_TRAINING] = "training",
-        [CRATER_IO_INFERENCE] = "inference",
-        [CRATER_IO_MODEL_LOADING] = "model-loading",
-        [CRATER_IO_NONE] = "none",
-    };
-    static const char *const workloads[] = {
-        [CRATER_WORKLOAD_TRAINING] = "training",
-        [CRATER_WORKLOAD_INFERENCE] = "inference",
-        [CRATER_WORKLOAD_BATCH] = "batch",
-        [CRATER_WORKLOAD_INTERACTIVE] = "interactive",
-    };
-    json_t *l = json_object_get(task, "limits");
-    int prof = name_index(json_string_value(json_object_get(l, "ioProfile")),
-                          profiles,
-                          5);
-    int wl = name_index(json_string_value(json_object_get(l, "workloadType")),
-                        workloads,
-                        4);
-    const char *dev = json_string_value(
-        json_object_get(json_object_get(task, "placement"), "disk"));
+    const char *dev = task->placement.disk;
     uint32_t major, minor;
     char path[256], mm[32];
 
-    if (!dev || prof < 0)
+    if (!dev)
         return;
-    if (wl < 0)
-        wl = CRATER_WORKLOAD_BATCH;
     snprintf(path, sizeof(path), "/sys/block/%s/dev", dev);
     if (read_small(path, mm, sizeof(mm)) < 0
         || sscanf(mm, "%u:%u", &major, &minor) != 2)
         return;
-    if (crater_cg_io_profile((crater_io_profile_t)prof,
-                             (crater_workload_t)wl,
+    if (crater_cg_io_profile(task->limits.io_profile,
+                             task->limits.workload_type,
                              major,
                              minor,
                              &lim->io[0])
@@ -182,27 +151,23 @@ static void drop_unavailable(crater_agent_t *a, crater_cg_limits_t *lim)
 }
 
 static void task_limits(crater_agent_t *a,
-                        json_t *task,
+                        const crater_proto_task_t *task,
                         crater_cg_limits_t *lim,
                         char *cpus,
                         size_t n)
 {
-    json_t *l = json_object_get(task, "limits");
-    double mult = json_number_value(json_object_get(l, "cpuLimitMultiplier"));
-    int numa = (int)json_integer_value(
-        json_object_get(json_object_get(task, "placement"), "numa"));
+    const crater_proto_limits_t *l = &task->limits;
+    double mult = l->cpu_limit_multiplier;
+    int numa = task->placement.numa;
     char path[128];
 
     memset(lim, 0, sizeof(*lim));
     if (mult < 1)
         mult = a->cfg ? a->cfg->agent.cpu_limit_multiplier : 1.0;
-    lim->cpu_quota_milli =
-        (uint64_t)((double)json_integer_value(json_object_get(l, "cpu_millis"))
-                   * mult);
-    if (json_is_true(json_object_get(l, "cpuBurst")))
+    lim->cpu_quota_milli = (uint64_t)((double)l->cpu_millis * mult);
+    if (l->cpu_burst)
         lim->cpu_burst_us = 100000;
-    lim->mem_bytes =
-        (uint64_t)json_integer_value(json_object_get(l, "memory_bytes"));
+    lim->mem_bytes = l->memory_bytes;
     snprintf(path,
              sizeof(path),
              "/sys/devices/system/node/node%d/cpulist",
@@ -340,75 +305,41 @@ static void shim(const spawn_t *s, int wfd)
     _exit(rename(s->exit_tmp, s->exit_path) < 0 ? 1 : 0);
 }
 
-static char **strv_from_json(json_t *a)
-{
-    size_t n = json_array_size(a), i;
-    char **v = calloc(n + 1, sizeof(*v));
-    json_t *e;
-
-    if (!v)
-        return NULL;
-    json_array_foreach(a, i, e)
-    {
-        const char *str = json_string_value(e);
-        v[i] = strdup(str ? str : "");
-    }
-    return v;
-}
-
-static void strv_free(char **v)
-{
-    for (char **p = v; p && *p; p++)
-        free(*p);
-    free(v);
-}
-
 #define TASK_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* A clean PATH, LANG and HOME (its working directory), then the task's
  * variables, which may override any of them. */
-static char **task_env(json_t *env, const char *home)
+static char **task_env(const crater_proto_task_t *task, const char *home)
 {
-    size_t n = json_object_size(env) + 4, k = 0;
+    size_t n = task->nenv + 4, k = 0;
     char **v = calloc(n, sizeof(*v));
-    const char *key;
-    json_t *val;
 
     if (!v)
         return NULL;
-    if (!json_object_get(env, "PATH") && (v[k] = strdup("PATH=" TASK_PATH)))
+    if (!crater_proto_task_getenv(task, "PATH")
+        && (v[k] = strdup("PATH=" TASK_PATH)))
         k++;
-    if (!json_object_get(env, "LANG") && (v[k] = strdup("LANG=C.UTF-8")))
+    if (!crater_proto_task_getenv(task, "LANG")
+        && (v[k] = strdup("LANG=C.UTF-8")))
         k++;
-    if (home && !json_object_get(env, "HOME")
+    if (home && !crater_proto_task_getenv(task, "HOME")
         && asprintf(&v[k], "HOME=%s", home) >= 0)
         k++;
-    json_object_foreach(env, key, val)
-    {
-        const char *str = json_string_value(val);
-        if (asprintf(&v[k], "%s=%s", key, str ? str : "") >= 0)
+    for (size_t i = 0; i < task->nenv; i++)
+        if (asprintf(&v[k], "%s=%s", task->env[i].key, task->env[i].value) >= 0)
             k++;
-    }
     return v;
 }
 
 /* What the task asked for: CPU and its GPUs with their slices. */
-static void task_requests(atask_t *t, json_t *task)
+static void task_requests(atask_t *t, const crater_proto_task_t *task)
 {
-    json_t *gpus = json_object_get(json_object_get(task, "placement"), "gpus");
-    json_t *g;
-    size_t i;
+    const crater_proto_placement_t *pl = &task->placement;
 
-    t->req_cpu_milli = (uint64_t)json_integer_value(
-        json_object_get(json_object_get(task, "limits"), "cpu_millis"));
-    json_array_foreach(gpus, i, g)
-    {
-        if (t->ngpus == CRATER_MAX_GPUS_PER_NODE)
-            break;
-        t->gpu[t->ngpus] =
-            (uint32_t)json_integer_value(json_object_get(g, "index"));
-        t->gpu_bytes[t->ngpus++] =
-            (uint64_t)json_integer_value(json_object_get(g, "memory_bytes"));
+    t->req_cpu_milli = task->limits.cpu_millis;
+    for (uint32_t i = 0; i < pl->ngpus && i < CRATER_MAX_GPUS_PER_NODE; i++) {
+        t->gpu[t->ngpus] = pl->gpus[i].index;
+        t->gpu_bytes[t->ngpus++] = pl->gpus[i].memory_bytes;
     }
 }
 
@@ -426,15 +357,14 @@ static char *path_printf(const char *fmt, ...)
     return p;
 }
 
-static atask_t *task_new(crater_agent_t *a, json_t *task)
+static atask_t *task_new(crater_agent_t *a, const crater_proto_task_t *task)
 {
     atask_t *t = calloc(1, sizeof(*t));
-    const char *job = json_string_value(json_object_get(task, "job"));
 
     if (!t)
         return NULL;
-    t->job = strdup(job ? job : "?");
-    t->attempt = (uint32_t)json_integer_value(json_object_get(task, "attempt"));
+    t->job = strdup(task->job);
+    t->attempt = task->attempt;
     snprintf(t->cg,
              sizeof(t->cg),
              "job-%s-%u-%08x",
@@ -522,22 +452,19 @@ static int fork_shim(atask_t *t, spawn_t *s, crater_error_t *err)
 
 static int prepare(crater_agent_t *a,
                    atask_t *t,
-                   json_t *task,
+                   crater_proto_task_t *task,
                    spawn_t *s,
                    crater_error_t *err)
 {
-    json_t *env = json_deep_copy(json_object_get(task, "env"));
     int rc = -1;
 
-    if (!env)
-        env = json_object();
-    s->argv = strv_from_json(json_object_get(task, "argv"));
-    s->dir = json_string_value(json_object_get(task, "workingDir"));
+    s->argv = crater_strv_dup(task->argv);
+    s->dir = task->working_dir;
     if (!s->dir && !(s->dir = make_workdir(a, t, err)))
         goto out;
-    if (agent_slice_setup(a, t, task, env, err) < 0)
+    if (agent_slice_setup(a, t, task, err) < 0)
         goto out;
-    s->envp = task_env(env, s->dir);
+    s->envp = task_env(task, s->dir);
     s->out = t->log_path[0];
     s->errf = t->log_path[1];
     snprintf(s->exit_tmp, sizeof(s->exit_tmp), "%s/exit.tmp", t->dir);
@@ -556,13 +483,12 @@ static int prepare(crater_agent_t *a,
     unlink(s->exit_path); /* a record left by an earlier start */
     rc = 0;
 out:
-    json_decref(env);
     return rc;
 }
 
 static int do_spawn(crater_agent_t *a,
                     atask_t *t,
-                    json_t *task,
+                    crater_proto_task_t *task,
                     crater_error_t *err)
 {
     spawn_t *s = calloc(1, sizeof(*s));
@@ -583,8 +509,8 @@ static int do_spawn(crater_agent_t *a,
         crater_log(LOG_WARNING, "job %s: %s", t->job, err->text);
     rc = 0;
 out:
-    strv_free(s->argv);
-    strv_free(s->envp);
+    crater_strv_free(s->argv);
+    crater_strv_free(s->envp);
     crater_cg_paths_free(s->procs, s->nprocs);
     free(s);
     return rc;
@@ -592,19 +518,13 @@ out:
 
 /* Start the task unless this job and attempt already runs here (craterd
  * re-sends start orders after a reconnect). */
-int task_start(crater_agent_t *a, json_t *task)
+int task_start(crater_agent_t *a, crater_proto_task_t *task)
 {
-    const char *job = json_string_value(json_object_get(task, "job"));
+    const char *job = task->job;
     crater_error_t err = {0};
-    atask_t *t, *old;
+    atask_t *t;
 
-    if (!job)
-        return -1;
-    old = task_find(a,
-                    job,
-                    (uint32_t)json_integer_value(
-                        json_object_get(task, "attempt")));
-    if (old)
+    if (task_find(a, job, task->attempt))
         return 0;
     if (!(t = task_new(a, task)) || task_add(a, t) < 0) {
         task_free(a, t);
@@ -729,71 +649,49 @@ void task_supervise(crater_agent_t *a, int64_t now)
     }
 }
 
-json_t *task_usage(atask_t *t)
+crater_proto_usage_t task_usage(const atask_t *t)
 {
-    return json_pack("{s:s, s:i, s:{s:f, s:I}}",
-                     "job",
-                     t->job,
-                     "attempt",
-                     (int)t->attempt,
-                     "usage",
-                     "cpu_millis",
-                     t->cpu_millis,
-                     "memory_bytes",
-                     (json_int_t)t->mem_bytes);
+    return (crater_proto_usage_t){
+        .job = t->job,
+        .attempt = t->attempt,
+        .cpu_millis = t->cpu_millis,
+        .memory_bytes = t->mem_bytes,
+    };
 }
 
-json_t *task_event(atask_t *t, bool exit)
+crater_proto_event_t task_event(const atask_t *t, bool exit)
 {
     if (!exit)
-        return json_pack("{s:s, s:i, s:s, s:i, s:I}",
-                         "job",
-                         t->job,
-                         "attempt",
-                         (int)t->attempt,
-                         "event",
-                         "started",
-                         "pid",
-                         (int)t->pid,
-                         "time_ms",
-                         (json_int_t)t->started_ms);
-    return json_pack("{s:s, s:i, s:s, s:I, s:i, s:i, s:b, s:s?, s:{s:I, s:I}}",
-                     "job",
-                     t->job,
-                     "attempt",
-                     (int)t->attempt,
-                     "event",
-                     "exited",
-                     "time_ms",
-                     (json_int_t)t->ended_ms,
-                     "exit_code",
-                     t->exit_code,
-                     "signal",
-                     t->signal,
-                     "oom",
-                     t->oom,
-                     "error",
-                     t->error,
-                     "logs",
-                     "stdout",
-                     (json_int_t)t->log_final[0],
-                     "stderr",
-                     (json_int_t)t->log_final[1]);
+        return (crater_proto_event_t){
+            .job = t->job,
+            .attempt = t->attempt,
+            .event = CRATER_PROTO_STARTED,
+            .pid = t->pid,
+            .time_ms = t->started_ms,
+        };
+    return (crater_proto_event_t){
+        .job = t->job,
+        .attempt = t->attempt,
+        .event = CRATER_PROTO_EXITED,
+        .time_ms = t->ended_ms,
+        .exit_code = t->exit_code,
+        .signal = t->signal,
+        .oom = t->oom,
+        .error = t->error,
+        .has_logs = true,
+        .logs = {t->log_final[0], t->log_final[1]},
+    };
 }
 
-json_t *task_held(atask_t *t)
+crater_proto_held_t task_held(const atask_t *t)
 {
-    return json_pack("{s:s, s:i, s:s, s:i, s:I}",
-                     "job",
-                     t->job,
-                     "attempt",
-                     (int)t->attempt,
-                     "state",
-                     t->state == AT_RUNNING ? "running" : "exited",
-                     "pid",
-                     (int)t->pid,
-                     "started_ms",
-                     (json_int_t)t->started_ms);
+    return (crater_proto_held_t){
+        .job = t->job,
+        .attempt = t->attempt,
+        .running = t->state == AT_RUNNING,
+        .pid = t->pid,
+        .started_ms = t->started_ms,
+    };
 }
 
 void task_free(crater_agent_t *a, atask_t *t)

@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crater/proto.h"
 #include "daemon/buildinfo.h"
 #include "daemon/internal.h"
 
@@ -74,8 +75,10 @@ static dnode_t *agent_node(crater_daemon_t *d,
 static void mark_alive(crater_daemon_t *d, dnode_t *n, int64_t now)
 {
     n->last_hb_ms = now;
-    if (n->registered && !n->ready) /* back from a partition: reconcile */
-        node_push_work(d, n, json_pack("{s:s}", "op", "resync"));
+    if (n->registered && !n->ready) { /* back from a partition: reconcile */
+        crater_proto_item_t resync = {.op = CRATER_PROTO_RESYNC};
+        node_push_work(d, n, crater_proto_item_encode(&resync));
+    }
     if (!n->registered || !n->ready) {
         n->registered = true;
         n->ready = true;
@@ -93,19 +96,40 @@ static void mark_alive(crater_daemon_t *d, dnode_t *n, int64_t now)
     }
 }
 
+/* Decode an agent's body as a protocol message; a malformed one is a 400
+ * naming the field (or field, when given: the documented one). */
+typedef int (*proto_decode_f)(crater_dec_t *d, json_t *v, void *out);
+
+static int decode_body(json_t *body,
+                       proto_decode_f fn,
+                       void *out,
+                       const char *field,
+                       crater_http_resp_t *resp)
+{
+    crater_error_t err = {0};
+    crater_dec_t dec;
+
+    crater_dec_init(&dec, NULL, 0, &err);
+    if (fn(&dec, body, out) == 0)
+        return 0;
+    if (field)
+        snprintf(err.field, sizeof(err.field), "%s", field);
+    crater_http_error(resp, &err);
+    return -1;
+}
+
 /* ---- register -------------------------------------------------------------
  */
 
 static dnode_t *register_node(crater_daemon_t *d,
                               const char *name,
-                              json_t *body,
+                              json_t *hw,
                               crater_http_resp_t *resp)
 {
-    json_t *hw = json_object_get(body, "node");
     crater_error_t err = {0};
     dnode_t *n;
 
-    if (!json_is_object(hw)) {
+    if (!hw) {
         api_errorf(resp,
                    CRATER_EMISSING,
                    "node",
@@ -135,30 +159,46 @@ static uint64_t log_size(crater_daemon_t *d,
     return (uint64_t)st.st_size;
 }
 
-static json_t *node_tasks(crater_daemon_t *d, dnode_t *n)
+/* The register answer's tasks: the jobs placed on n, each with the bytes
+ * of its output craterd holds. */
+static int node_tasks(crater_daemon_t *d,
+                      dnode_t *n,
+                      crater_proto_registered_t *r)
 {
-    json_t *tasks = json_array();
-
+    if (!(r->tasks = calloc(d->njobs ? d->njobs : 1, sizeof(*r->tasks))))
+        return -1;
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
-        json_t *t;
+        crater_proto_task_t *t = &r->tasks[r->ntasks];
         if (!j->placed || j->pl.node != n->sid || !job_state_holds(j->state))
             continue;
-        t = task_json(d, j);
-        json_object_set_new(t,
-                            "logs",
-                            json_pack("{s:I, s:I}",
-                                      "stdout",
-                                      (json_int_t)
-                                          log_size(d, j, j->attempts, "stdout"),
-                                      "stderr",
-                                      (json_int_t)log_size(d,
-                                                           j,
-                                                           j->attempts,
-                                                           "stderr")));
-        json_array_append_new(tasks, t);
+        if (task_order(d, j, t) < 0)
+            return -1;
+        r->ntasks++;
+        t->has_logs = true;
+        t->logs[0] = log_size(d, j, j->attempts, "stdout");
+        t->logs[1] = log_size(d, j, j->attempts, "stderr");
     }
-    return tasks;
+    return 0;
+}
+
+static json_t *register_answer(crater_daemon_t *d, dnode_t *n, uint64_t seq)
+{
+    crater_proto_registered_t r = {
+        .node = n->name,
+        .version = (char *)crater_version(),
+        .protocol = CRATER_AGENT_PROTOCOL,
+        .seq = seq,
+        .heartbeat_interval_ms = d->cfg.agent.heartbeat_interval_ms,
+        .heartbeat_timeout_ms = d->cfg.agent.heartbeat_timeout_ms,
+        .sampling_interval_ms = d->cfg.monitoring.sampling_interval_ms,
+    };
+    json_t *v =
+        node_tasks(d, n, &r) == 0 ? crater_proto_registered_encode(&r) : NULL;
+
+    r.node = r.version = NULL; /* borrowed */
+    crater_proto_registered_clear(&r);
+    return v;
 }
 
 static void reset_channel(crater_daemon_t *d, dnode_t *n)
@@ -177,16 +217,17 @@ static void reset_channel(crater_daemon_t *d, dnode_t *n)
     }
 }
 
-/* The job a task entry names, if it is placed on n in a holding state and
- * the attempt matches; NULL otherwise. */
-static djob_t *placed_job(crater_daemon_t *d, dnode_t *n, json_t *t)
+/* The job a task names, if it is placed on n in a holding state and the
+ * attempt matches; NULL otherwise. */
+static djob_t *placed_job(crater_daemon_t *d,
+                          dnode_t *n,
+                          const char *id,
+                          uint32_t att)
 {
-    const char *id = json_string_value(json_object_get(t, "job"));
-    json_int_t att = json_integer_value(json_object_get(t, "attempt"));
     djob_t *j = id ? job_find(d, strtoull(id, NULL, 10)) : NULL;
 
     if (!j || !j->placed || j->pl.node != n->sid || !job_state_holds(j->state)
-        || att != (json_int_t)j->attempts)
+        || att != j->attempts)
         return NULL;
     return j;
 }
@@ -194,60 +235,35 @@ static djob_t *placed_job(crater_daemon_t *d, dnode_t *n, json_t *t)
 static void order_stop(crater_daemon_t *d,
                        dnode_t *n,
                        const char *id,
-                       json_int_t attempt,
+                       uint32_t attempt,
                        const char *why)
 {
-    node_push_work(d,
-                   n,
-                   json_pack("{s:s, s:s, s:I, s:i, s:s}",
-                             "op",
-                             "stop",
-                             "job",
-                             id,
-                             "attempt",
-                             attempt,
-                             "gracePeriod_ms",
-                             0,
-                             "reason",
-                             why));
+    node_order_stop(d, n, id, attempt, 0, why);
 }
 
-static bool held(json_t *tasks, const djob_t *j)
+static bool held(const crater_proto_register_t *r, const djob_t *j)
 {
-    size_t i;
-    json_t *t;
-
-    json_array_foreach(tasks, i, t)
-    {
-        const char *s = json_string_value(json_object_get(t, "job"));
-        json_int_t att = json_integer_value(json_object_get(t, "attempt"));
-        if (s && strtoull(s, NULL, 10) == j->id
-            && att == (json_int_t)j->attempts)
+    for (size_t i = 0; i < r->ntasks; i++)
+        if (strtoull(r->tasks[i].job, NULL, 10) == j->id
+            && r->tasks[i].attempt == j->attempts)
             return true;
-    }
     return false;
 }
 
-static void job_exited(crater_daemon_t *d, djob_t *j, json_t *t);
+static void job_exited(crater_daemon_t *d,
+                       djob_t *j,
+                       const crater_proto_event_t *ev);
 
 /* What the agent holds is the truth of the node (see the top). */
-static void reconcile(crater_daemon_t *d, dnode_t *n, json_t *tasks)
+static void reconcile(crater_daemon_t *d,
+                      dnode_t *n,
+                      const crater_proto_register_t *r)
 {
-    size_t i;
-    json_t *t;
-
-    json_array_foreach(tasks, i, t)
-    {
-        const char *id = json_string_value(json_object_get(t, "job"));
-        djob_t *j = placed_job(d, n, t);
-        if (!id)
-            continue;
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const crater_proto_held_t *t = &r->tasks[i];
+        djob_t *j = placed_job(d, n, t->job, t->attempt);
         if (!j) {
-            order_stop(d,
-                       n,
-                       id,
-                       json_integer_value(json_object_get(t, "attempt")),
-                       "not placed here");
+            order_stop(d, n, t->job, t->attempt, "not placed here");
             continue;
         }
         if (j->state == JS_LOST)
@@ -256,13 +272,12 @@ static void reconcile(crater_daemon_t *d, dnode_t *n, json_t *tasks)
     for (size_t k = 0; k < d->njobs; k++) {
         djob_t *j = d->jobs[k];
         if (!j->placed || j->pl.node != n->sid || j->state == JS_BOUND
-            || !job_state_holds(j->state) || held(tasks, j))
+            || !job_state_holds(j->state) || held(r, j))
             continue;
         if (j->state == JS_PREEMPTING) {
-            json_t *gone =
-                json_pack("{s:i, s:i}", "exit_code", 0, "signal", 15);
-            job_exited(d, j, gone);
-            json_decref(gone);
+            crater_proto_event_t gone = {.event = CRATER_PROTO_EXITED,
+                                         .signal = 15};
+            job_exited(d, j, &gone);
             continue;
         }
         j->attempts++;
@@ -275,8 +290,7 @@ static void reconcile(crater_daemon_t *d, dnode_t *n, json_t *tasks)
 
 static int check_protocol(json_t *body, crater_http_resp_t *resp)
 {
-    json_t *v = json_object_get(body, "protocol");
-    json_int_t p = json_is_integer(v) ? json_integer_value(v) : 1;
+    int64_t p = crater_proto_register_protocol(body);
 
     if (p == CRATER_AGENT_PROTOCOL)
         return 0;
@@ -284,13 +298,17 @@ static int check_protocol(json_t *body, crater_http_resp_t *resp)
                CRATER_EINVAL,
                "protocol",
                "protocol: this agent speaks agent protocol "
-               "%" JSON_INTEGER_FORMAT " and craterd %s speaks %d: run the "
-               "same Crater version on "
-               "both",
+               "%" PRId64 " and craterd %s speaks %d: run the same Crater "
+               "version on both",
                p,
                crater_version(),
                CRATER_AGENT_PROTOCOL);
     return -1;
+}
+
+static int dec_register(crater_dec_t *d, json_t *v, void *out)
+{
+    return crater_proto_register_decode(d, v, out);
 }
 
 static void h_register(crater_http_req_t *r,
@@ -298,7 +316,8 @@ static void h_register(crater_http_req_t *r,
                        void *arg)
 {
     crater_daemon_t *d = arg;
-    json_t *body = NULL, *tasks;
+    crater_proto_register_t reg = {0};
+    json_t *body = NULL;
     principal_t p;
     dnode_t *n;
     uint64_t seq;
@@ -307,40 +326,20 @@ static void h_register(crater_http_req_t *r,
     if (api_auth(d, r, resp, &p) < 0 || api_body_json(r, &body, resp) < 0)
         goto out;
     n = agent_node(d, r, &p, resp, true);
-    if ((!n && resp->body) || check_protocol(body, resp) < 0)
+    if ((!n && resp->body) || check_protocol(body, resp) < 0
+        || decode_body(body, dec_register, &reg, NULL, resp) < 0)
         goto out;
-    tasks = json_object_get(body, "tasks");
-    if (tasks && !json_is_array(tasks)) {
-        api_errorf(resp, CRATER_ETYPE, "tasks", "tasks: expected an array");
-        goto out;
-    }
-    if (!n && !(n = register_node(d, crater_http_param(r, "node"), body, resp)))
+    if (!n
+        && !(
+            n = register_node(d, crater_http_param(r, "node"), reg.node, resp)))
         goto out;
     seq = n->seq;
     mark_alive(d, n, dnow_ms());
     reset_channel(d, n);
-    reconcile(d, n, tasks);
-    crater_http_json(resp,
-                     200,
-                     json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o}",
-                               "node",
-                               n->name,
-                               "version",
-                               crater_version(),
-                               "protocol",
-                               CRATER_AGENT_PROTOCOL,
-                               "seq",
-                               (json_int_t)seq,
-                               "heartbeatInterval_ms",
-                               (json_int_t)d->cfg.agent.heartbeat_interval_ms,
-                               "heartbeatTimeout_ms",
-                               (json_int_t)d->cfg.agent.heartbeat_timeout_ms,
-                               "samplingInterval_ms",
-                               (json_int_t)
-                                   d->cfg.monitoring.sampling_interval_ms,
-                               "tasks",
-                               node_tasks(d, n)));
+    reconcile(d, n, &reg);
+    crater_http_json(resp, 200, register_answer(d, n, seq));
 out:
+    crater_proto_register_clear(&reg);
     json_decref(body);
     pthread_mutex_unlock(&d->mu);
 }
@@ -348,17 +347,17 @@ out:
 /* ---- events ---------------------------------------------------------------
  */
 
-static void job_exited_at(crater_daemon_t *d, djob_t *j, json_t *t, int64_t at)
+static void job_exited_at(crater_daemon_t *d,
+                          djob_t *j,
+                          const crater_proto_event_t *ev,
+                          int64_t at)
 {
-    int code = (int)json_integer_value(json_object_get(t, "exit_code"));
-    int sig = (int)json_integer_value(json_object_get(t, "signal"));
-    bool oom = json_is_true(json_object_get(t, "oom"));
-    const char *why = json_string_value(json_object_get(t, "error"));
+    const char *why = ev->error;
     char reason[256];
 
-    j->exit_code = code;
-    j->exit_signal = sig;
-    j->oom = oom;
+    j->exit_code = ev->exit_code;
+    j->exit_signal = ev->signal;
+    j->oom = ev->oom;
     if (j->state == JS_BOUND) /* ran and finished before "started" came */
         job_set_state_at(d, j, JS_RUNNING, "started by agent", at);
     if (j->state == JS_PREEMPTING) {
@@ -385,38 +384,38 @@ static void job_exited_at(crater_daemon_t *d, djob_t *j, json_t *t, int64_t at)
     }
     if (why && *why) /* could not start, or killed by the GPU watchdog */
         snprintf(reason, sizeof(reason), "%s", why);
-    else if (oom)
+    else if (ev->oom)
         snprintf(reason,
                  sizeof(reason),
                  "OOM-killed: exceeded its memory limit");
-    else if (sig)
-        snprintf(reason, sizeof(reason), "killed by signal %d", sig);
+    else if (ev->signal)
+        snprintf(reason, sizeof(reason), "killed by signal %d", ev->signal);
     else
-        snprintf(reason, sizeof(reason), "exit code %d", code);
+        snprintf(reason, sizeof(reason), "exit code %d", ev->exit_code);
     job_set_state_at(d,
                      j,
-                     code == 0 && !sig && !oom ? JS_SUCCEEDED : JS_FAILED,
+                     ev->exit_code == 0 && !ev->signal && !ev->oom
+                         ? JS_SUCCEEDED
+                         : JS_FAILED,
                      reason,
                      at);
 }
 
-static void job_exited(crater_daemon_t *d, djob_t *j, json_t *t)
+static void job_exited(crater_daemon_t *d,
+                       djob_t *j,
+                       const crater_proto_event_t *ev)
 {
-    job_exited_at(d, j, t, 0);
+    job_exited_at(d, j, ev, 0);
 }
 
 /* The final log sizes an exited event carries. */
-static void log_expect(djob_t *j, json_t *ev)
+static void log_expect(djob_t *j, const crater_proto_event_t *ev)
 {
-    json_t *l = json_object_get(ev, "logs");
-
-    if (!json_is_object(l))
+    if (!ev->has_logs)
         return;
     job_log_attempt(j, j->attempts);
-    j->log_expect[0] =
-        (uint64_t)json_integer_value(json_object_get(l, "stdout"));
-    j->log_expect[1] =
-        (uint64_t)json_integer_value(json_object_get(l, "stderr"));
+    j->log_expect[0] = ev->logs[0];
+    j->log_expect[1] = ev->logs[1];
     j->log_final = true;
 }
 
@@ -430,77 +429,60 @@ static int64_t not_before_last(const djob_t *j, int64_t at)
     return at > 0 && at < t ? t : at;
 }
 
-/* One event; a malformed one fills resp and returns -1. */
-static int apply_event(crater_daemon_t *d,
-                       dnode_t *n,
-                       json_t *ev,
-                       size_t i,
-                       crater_http_resp_t *resp)
+/* One (decoded) event. */
+static void apply_event(crater_daemon_t *d,
+                        dnode_t *n,
+                        const crater_proto_event_t *ev)
 {
-    const char *id = json_string_value(json_object_get(ev, "job"));
-    const char *what = json_string_value(json_object_get(ev, "event"));
-    json_int_t att = json_integer_value(json_object_get(ev, "attempt"));
-    int64_t at = (int64_t)json_integer_value(json_object_get(ev, "time_ms"));
-    json_int_t pid = json_integer_value(json_object_get(ev, "pid"));
-    djob_t *j = placed_job(d, n, ev);
+    djob_t *j = placed_job(d, n, ev->job, ev->attempt);
+    int64_t at = ev->time_ms;
     char reason[96];
 
-    if (!id || !what
-        || (strcmp(what, "started") != 0 && strcmp(what, "exited") != 0)) {
-        api_errorf(resp,
-                   CRATER_EINVAL,
-                   "events",
-                   "events[%zu]: needs \"job\" and \"event\" (started or "
-                   "exited)",
-                   i);
-        return -1;
-    }
-    if (at > dnow_ms() + 60000 || at < 0)
+    if (at > dnow_ms() + 60000)
         at = 0; /* a clock far off: craterd's time */
     if (!j) {   /* not ours (any more): make sure it does not keep running */
-        if (strcmp(what, "started") == 0)
-            order_stop(d, n, id, att, "not placed here");
-        return 0;
+        if (ev->event == CRATER_PROTO_STARTED)
+            order_stop(d, n, ev->job, ev->attempt, "not placed here");
+        return;
     }
     at = not_before_last(j, at);
-    if (strcmp(what, "started") == 0) {
-        snprintf(reason, sizeof(reason), "started by agent (pid %d)", (int)pid);
+    if (ev->event == CRATER_PROTO_STARTED) {
+        snprintf(reason, sizeof(reason), "started by agent (pid %d)", ev->pid);
         if (j->state == JS_BOUND)
             job_set_state_at(d, j, JS_RUNNING, reason, at);
         else if (j->state == JS_LOST)
             job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
-        return 0;
+        return;
     }
     log_expect(j, ev);
     job_exited_at(d, j, ev, at);
-    return 0;
 }
 
+static int dec_events(crater_dec_t *d, json_t *v, void *out)
+{
+    return crater_proto_events_decode(d, v, out);
+}
+
+/* A malformed event is refused whole, before any of them applies. */
 static void h_events(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
-    json_t *body = NULL, *evs, *ev;
+    crater_proto_events_t evs = {0};
+    json_t *body = NULL;
     principal_t p;
     dnode_t *n;
-    size_t i;
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || api_body_json(r, &body, resp) < 0
-        || !(n = agent_node(d, r, &p, resp, false)))
+        || !(n = agent_node(d, r, &p, resp, false))
+        || decode_body(body, dec_events, &evs, "events", resp) < 0)
         goto out;
-    evs = json_object_get(body, "events");
-    if (!json_is_array(evs)) {
-        api_errorf(resp, CRATER_ETYPE, "events", "events: expected an array");
-        goto out;
-    }
     mark_alive(d, n, dnow_ms());
-    json_array_foreach(evs, i, ev)
-    {
-        if (apply_event(d, n, ev, i, resp) < 0)
-            goto out;
-    }
+    for (size_t i = 0; i < evs.nevents; i++)
+        apply_event(d, n, &evs.events[i]);
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
 out:
+    crater_proto_events_clear(&evs);
     json_decref(body);
     pthread_mutex_unlock(&d->mu);
 }
@@ -508,42 +490,45 @@ out:
 /* ---- heartbeat ------------------------------------------------------------
  */
 
-static void add_sample(djob_t *j, json_t *t, int64_t now)
+static void add_sample(djob_t *j, const crater_proto_usage_t *u, int64_t now)
 {
-    json_t *u = json_object_get(t, "usage");
-    json_t *s;
+    json_t *s = json_pack("{s:f, s:I, s:I}",
+                          "cpu_millis",
+                          u->cpu_millis,
+                          "memory_bytes",
+                          (json_int_t)u->memory_bytes,
+                          "time_ms",
+                          (json_int_t)now);
 
-    if (!json_is_object(u))
+    if (!s)
         return;
-    s = json_deep_copy(u);
-    json_object_set_new(s, "time_ms", json_integer(now));
     if (json_array_size(j->samples) >= JOB_MAX_SAMPLES)
         json_array_remove(j->samples, 0);
     json_array_append_new(j->samples, s);
 }
 
-static void apply_util(crater_daemon_t *d, dnode_t *n, json_t *u)
+static void apply_util(crater_daemon_t *d,
+                       dnode_t *n,
+                       const crater_proto_heartbeat_t *h)
 {
-    json_t *gpus = json_object_get(u, "gpus"), *g;
-    size_t i;
-
-    if (!json_is_object(u))
+    if (!h->has_util)
         return;
-    n->util.cpu = json_number_value(json_object_get(u, "cpu"));
-    n->util.mem = json_number_value(json_object_get(u, "memory"));
-    n->util.disk = json_number_value(json_object_get(u, "disk"));
-    json_array_foreach(gpus, i, g)
-    {
-        if (i >= CRATER_MAX_GPUS_PER_NODE)
-            break;
-        n->util.gpu[i] = json_number_value(json_object_get(g, "util"));
-        n->util.gpu_used_mib[i] =
-            (uint32_t)(json_integer_value(
-                           json_object_get(g, "memory_used_bytes"))
-                       >> 20);
+    n->util.cpu = h->cpu;
+    n->util.mem = h->memory;
+    n->util.disk = h->disk;
+    for (uint32_t i = 0; i < h->ngpus; i++) {
+        uint32_t g = h->gpus[i].index; /* < CRATER_MAX_GPUS_PER_NODE */
+        n->util.gpu[g] = h->gpus[i].util;
+        n->util.gpu_used_mib[g] =
+            (uint32_t)(h->gpus[i].memory_used_bytes >> 20);
     }
     crater_sched_set_util(d->sched, n->sid, &n->util);
     d->util_dirty = true;
+}
+
+static int dec_heartbeat(crater_dec_t *d, json_t *v, void *out)
+{
+    return crater_proto_heartbeat_decode(d, v, out);
 }
 
 static void h_heartbeat(crater_http_req_t *r,
@@ -552,39 +537,32 @@ static void h_heartbeat(crater_http_req_t *r,
 {
     crater_daemon_t *d = arg;
     int64_t now = dnow_ms();
-    json_t *body = NULL, *tasks, *t;
+    crater_proto_heartbeat_t hb;
+    json_t *body = NULL;
     principal_t p;
     dnode_t *n;
-    size_t i;
 
+    memset(&hb, 0, sizeof(hb));
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || api_body_json(r, &body, resp) < 0
-        || !(n = agent_node(d, r, &p, resp, false)))
+        || !(n = agent_node(d, r, &p, resp, false))
+        || decode_body(body, dec_heartbeat, &hb, NULL, resp) < 0)
         goto out;
-    tasks = json_object_get(body, "tasks");
-    if (tasks && !json_is_array(tasks)) {
-        api_errorf(resp, CRATER_ETYPE, "tasks", "tasks: expected an array");
-        goto out;
-    }
     mark_alive(d, n, now);
-    apply_util(d, n, json_object_get(body, "util"));
-    json_array_foreach(tasks, i, t)
-    {
-        djob_t *j = placed_job(d, n, t);
-        const char *id = json_string_value(json_object_get(t, "job"));
+    apply_util(d, n, &hb);
+    for (size_t i = 0; i < hb.ntasks; i++) {
+        const crater_proto_usage_t *u = &hb.tasks[i];
+        djob_t *j = placed_job(d, n, u->job, u->attempt);
         if (j && j->state == JS_LOST) /* the node is back; so is the task */
             job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
         if (j)
-            add_sample(j, t, now);
-        else if (id) /* runs there but is not ours (any more): stop it */
-            order_stop(d,
-                       n,
-                       id,
-                       json_integer_value(json_object_get(t, "attempt")),
-                       "not placed here");
+            add_sample(j, u, now);
+        else /* runs there but is not ours (any more): stop it */
+            order_stop(d, n, u->job, u->attempt, "not placed here");
     }
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
 out:
+    crater_proto_heartbeat_clear(&hb);
     json_decref(body);
     pthread_mutex_unlock(&d->mu);
 }

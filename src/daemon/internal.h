@@ -255,9 +255,21 @@ void node_health_tick(crater_daemon_t *d, int64_t now);
 int node_push_work(crater_daemon_t *d, dnode_t *n, json_t *item);
 void node_poll_tick(crater_daemon_t *d, int64_t now);
 void node_complete_poll(dnode_t *n);
-json_t *task_json(crater_daemon_t *d, const djob_t *j);
+/* Fill *out with j's start order (crater/proto.h); the caller clears it
+ * with crater_proto_task_clear(). -1 when out of memory. */
+struct crater_proto_task;
+int task_order(crater_daemon_t *d,
+               const djob_t *j,
+               struct crater_proto_task *out);
 void node_send_start(crater_daemon_t *d, djob_t *j);
 void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason);
+/* A stop order for job's attempt on n (reason may be NULL). */
+void node_order_stop(crater_daemon_t *d,
+                     dnode_t *n,
+                     const char *job,
+                     uint32_t attempt,
+                     uint64_t grace_ms,
+                     const char *reason);
 
 /* ---- loop.c ---------------------------------------------------------------
  */

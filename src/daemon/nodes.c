@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "crater/hwfile.h"
+#include "crater/proto.h"
 #include "daemon/internal.h"
 
 dnode_t *node_find(crater_daemon_t *d, const char *name)
@@ -325,13 +326,8 @@ void node_complete_poll(dnode_t *n)
     for (size_t i = 0; i < n->nwork; i++)
         if (n->work[i].seq > n->poll_after)
             json_array_append(items, n->work[i].item);
-    crater_http_json(&resp,
-                     200,
-                     json_pack("{s:I, s:o}",
-                               "seq",
-                               (json_int_t)n->seq,
-                               "items",
-                               items));
+    crater_http_json(&resp, 200, crater_proto_work_encode(n->seq, items));
+    json_decref(items);
     crater_http_complete(n->poll, &resp);
     n->poll = NULL;
 }
@@ -368,17 +364,20 @@ void node_poll_tick(crater_daemon_t *d, int64_t now)
     }
 }
 
-static json_t *env_json(crater_daemon_t *d, const djob_t *j)
+/* The job's variables, then what craterd sets: its GPUs' UUIDs in
+ * placement order, the job id and the attempt. */
+static int order_env(const djob_t *j,
+                     const crater_node_t *cn,
+                     crater_proto_task_t *t)
 {
-    const crater_node_t *cn = node_model(d, j->pl.node);
-    json_t *env = json_object();
-    char uuids[CRATER_MAX_GPUS_PER_NODE * 48] = "";
+    char uuids[CRATER_MAX_GPUS_PER_NODE * 48] = "", num[24];
     size_t off = 0;
+    int rc = 0;
 
     for (size_t i = 0; i < j->spec->nenv; i++)
-        json_object_set_new(env,
-                            j->spec->env[i].key,
-                            json_string(j->spec->env[i].value));
+        rc |= crater_proto_task_setenv(t,
+                                       j->spec->env[i].key,
+                                       j->spec->env[i].value);
     for (uint32_t i = 0; i < j->pl.ngpus && cn; i++) {
         const char *u = cn->gpus[j->pl.gpu[i]].uuid;
         off += (size_t)snprintf(uuids + off,
@@ -389,84 +388,85 @@ static json_t *env_json(crater_daemon_t *d, const djob_t *j)
         if (off >= sizeof(uuids))
             break;
     }
-    json_object_set_new(env, "CUDA_VISIBLE_DEVICES", json_string(uuids));
-    json_object_set_new(env, "CUDA_DEVICE_ORDER", json_string("PCI_BUS_ID"));
-    json_object_set_new(env, "CRATER_JOB_ID", json_sprintf("%" PRIu64, j->id));
-    json_object_set_new(env,
-                        "CRATER_ATTEMPT",
-                        json_sprintf("%" PRIu32, j->attempts));
-    return env;
+    rc |= crater_proto_task_setenv(t, "CUDA_VISIBLE_DEVICES", uuids);
+    rc |= crater_proto_task_setenv(t, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    snprintf(num, sizeof(num), "%" PRIu64, j->id);
+    rc |= crater_proto_task_setenv(t, "CRATER_JOB_ID", num);
+    snprintf(num, sizeof(num), "%" PRIu32, j->attempts);
+    rc |= crater_proto_task_setenv(t, "CRATER_ATTEMPT", num);
+    return rc ? -1 : 0;
 }
 
-/* The names the agent reads (doc/jobspec.md ioProfile). */
-static const char *io_profile_name(crater_io_profile_t p)
+/* Where j runs: its node, its GPUs with the memory charged on each, its
+ * NUMA node and the block device its IO was placed on. */
+static int order_placement(const djob_t *j,
+                           const crater_node_t *cn,
+                           crater_proto_placement_t *p)
 {
-    static const char *const names[] = {
-        [CRATER_IO_DEFAULT] = "default",
-        [CRATER_IO_TRAINING] = "training",
-        [CRATER_IO_INFERENCE] = "inference",
-        [CRATER_IO_MODEL_LOADING] = "model-loading",
-        [CRATER_IO_NONE] = "none",
-    };
+    const crater_placement_t *pl = &j->pl;
 
-    return (unsigned)p < sizeof(names) / sizeof(names[0]) && names[p] ? names[p]
-                                                                      : "defaul"
-                                                                        "t";
+    p->node = strdup(cn ? cn->name : "");
+    for (uint32_t i = 0; i < pl->ngpus && cn; i++) {
+        const crater_gpu_t *g = &cn->gpus[pl->gpu[i]];
+        p->gpus[i].index = pl->gpu[i];
+        p->gpus[i].uuid = strdup(g->uuid ? g->uuid : "");
+        p->gpus[i].model = g->model ? strdup(g->model) : NULL;
+        p->gpus[i].memory_bytes = (uint64_t)pl->gpu_mib[i] << 20;
+        p->ngpus = i + 1;
+        if (!p->gpus[i].uuid || (g->model && !p->gpus[i].model))
+            return -1;
+    }
+    p->whole_gpus = pl->whole;
+    p->numa = pl->numa;
+    p->cpu_millis = pl->cpu_milli;
+    p->memory_bytes = pl->mem_bytes;
+    if (cn && pl->storage >= 0 && (size_t)pl->storage < cn->nstorage
+        && !(p->disk = strdup(cn->storage[pl->storage].device)))
+        return -1;
+    return p->node ? 0 : -1;
 }
 
-json_t *task_json(crater_daemon_t *d, const djob_t *j)
+int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
 {
-    json_t *argv = json_array();
+    const crater_node_t *cn = node_model(d, j->pl.node);
+    const crater_jobspec_t *s = j->spec;
     char id[24];
 
-    for (char *const *a = j->spec->command; a && *a; a++)
-        json_array_append_new(argv, json_string(*a));
+    memset(t, 0, sizeof(*t));
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
-    return json_pack("{s:s, s:i, s:o, s:o, s:s?, s:o, s:{s:I, s:I, s:f, s:b,"
-                     " s:s, s:s}, s:I, s:O}",
-                     "job",
-                     id,
-                     "attempt",
-                     (int)j->attempts,
-                     "argv",
-                     argv,
-                     "env",
-                     env_json(d, j),
-                     "workingDir",
-                     j->spec->workdir,
-                     "placement",
-                     placement_json(d, &j->pl),
-                     "limits",
-                     "cpu_millis",
-                     (json_int_t)j->pl.cpu_milli,
-                     "memory_bytes",
-                     (json_int_t)j->pl.mem_bytes,
-                     "cpuLimitMultiplier",
-                     j->spec->cpu_limit_multiplier,
-                     "cpuBurst",
-                     j->spec->cpu_burst,
-                     "ioProfile",
-                     io_profile_name(j->spec->io_profile),
-                     "workloadType",
-                     crater_workload_name(j->spec->workload_type),
-                     "gracePeriod_ms",
-                     (json_int_t)j->spec->grace_period_ms,
-                     "spec",
-                     j->spec_json);
+    t->job = strdup(id);
+    t->attempt = j->attempts;
+    t->argv = crater_strv_dup(s->command);
+    t->nargv = crater_strv_len(s->command);
+    t->working_dir = s->workdir ? strdup(s->workdir) : NULL;
+    t->limits = (crater_proto_limits_t){
+        .cpu_millis = j->pl.cpu_milli,
+        .memory_bytes = j->pl.mem_bytes,
+        .cpu_limit_multiplier = s->cpu_limit_multiplier,
+        .cpu_burst = s->cpu_burst,
+        .io_profile = s->io_profile,
+        .workload_type = s->workload_type,
+        .gpu_isolation = s->resources.gpu.isolation,
+    };
+    t->grace_period_ms = s->grace_period_ms;
+    if (!t->job || (s->command && !t->argv) || (s->workdir && !t->working_dir)
+        || order_env(j, cn, t) < 0
+        || order_placement(j, cn, &t->placement) < 0) {
+        crater_proto_task_clear(t);
+        return -1;
+    }
+    return 0;
 }
 
 void node_send_start(crater_daemon_t *d, djob_t *j)
 {
     dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
+    crater_proto_item_t it = {.op = CRATER_PROTO_START};
 
-    if (n)
-        node_push_work(d,
-                       n,
-                       json_pack("{s:s, s:o}",
-                                 "op",
-                                 "start",
-                                 "task",
-                                 task_json(d, j)));
+    if (!n || task_order(d, j, &it.task) < 0)
+        return;
+    node_push_work(d, n, crater_proto_item_encode(&it));
+    crater_proto_item_clear(&it);
 }
 
 void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
@@ -477,19 +477,25 @@ void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
     if (!n)
         return;
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
-    node_push_work(d,
-                   n,
-                   json_pack("{s:s, s:s, s:i, s:I, s:s}",
-                             "op",
-                             "stop",
-                             "job",
-                             id,
-                             "attempt",
-                             (int)j->attempts,
-                             "gracePeriod_ms",
-                             (json_int_t)j->spec->grace_period_ms,
-                             "reason",
-                             reason ? reason : ""));
+    node_order_stop(d, n, id, j->attempts, j->spec->grace_period_ms, reason);
+}
+
+void node_order_stop(crater_daemon_t *d,
+                     dnode_t *n,
+                     const char *job,
+                     uint32_t attempt,
+                     uint64_t grace_ms,
+                     const char *reason)
+{
+    crater_proto_item_t it = {
+        .op = CRATER_PROTO_STOP,
+        .stop = {.job = (char *)job,
+                 .attempt = attempt,
+                 .grace_period_ms = grace_ms,
+                 .reason = (char *)(reason ? reason : "")},
+    };
+
+    node_push_work(d, n, crater_proto_item_encode(&it)); /* borrows it */
 }
 
 /* ---- health -------------------------------------------------------------- */

@@ -1,0 +1,1578 @@
+/* proto.c - encoders and strict decoders of the agent protocol's messages
+ * (see crater/proto.h).
+ *
+ * One encoder and one decoder per message, and nothing else reads or
+ * writes these documents: craterd and the agent link the same code, so
+ * what one side writes the other decodes by construction, and the fuzzer
+ * (fuzz/fuzz_proto.c) checks that whatever decodes encodes to a document
+ * that decodes again to the same thing.
+ *
+ * Decoders are field tables (crater/dec.h). Messages whose shape depends
+ * on one field (a work item's "op", an event's "event") read that field
+ * first and then decode the whole object against the table of that shape,
+ * so a stop order with a "task" or a started event with an "exit_code" is
+ * refused like any unknown key. Arrays are allocated once at their final
+ * size after the size check, then filled in place. Decoding is rare (an
+ * agent sees a handful of orders a second at most), so clarity wins over
+ * speed throughout.
+ */
+#include "crater/proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names ---------------------------------------------------------- */
+
+static const char *const io_names[] = {
+    [CRATER_IO_DEFAULT] = "default",
+    [CRATER_IO_TRAINING] = "training",
+    [CRATER_IO_INFERENCE] = "inference",
+    [CRATER_IO_MODEL_LOADING] = "model-loading",
+    [CRATER_IO_NONE] = "none",
+};
+#define NIO (sizeof(io_names) / sizeof(io_names[0]))
+
+static const char *const iso_names[] = {
+    [CRATER_GPU_ISO_SLICE] = "slice",
+    [CRATER_GPU_ISO_MPS] = "mps",
+    [CRATER_GPU_ISO_MIG] = "mig",
+    [CRATER_GPU_ISO_NONE] = "none",
+};
+#define NISO (sizeof(iso_names) / sizeof(iso_names[0]))
+#define NWORKLOAD (CRATER_WORKLOAD_INTERACTIVE + 1)
+
+static const char *const op_names[] = {
+    [CRATER_PROTO_START] = "start",
+    [CRATER_PROTO_STOP] = "stop",
+    [CRATER_PROTO_RESYNC] = "resync",
+};
+static const char *const event_names[] = {
+    [CRATER_PROTO_STARTED] = "started",
+    [CRATER_PROTO_EXITED] = "exited",
+};
+static const char *const held_names[] = {"exited", "running"};
+static const char *const stream_names[] = {"stdout", "stderr"};
+
+const char *crater_io_profile_name(crater_io_profile_t p)
+{
+    return (unsigned)p < NIO ? io_names[p] : "?";
+}
+
+const char *crater_gpu_isolation_name(crater_gpu_isolation_t m)
+{
+    return (unsigned)m < NISO ? iso_names[m] : "?";
+}
+
+/* ---- decoding helpers ----------------------------------------------- */
+
+#define I64_MAX ((uint64_t)INT64_MAX)
+
+/* A job id: 1-20 decimal digits (the agent names files after it). */
+static int dec_job(crater_dec_t *d, json_t *v, char **out)
+{
+    const char *s = json_string_value(v);
+    size_t n = s ? strspn(s, "0123456789") : 0;
+
+    if (!json_is_string(v))
+        return crater_dec_str(d, v, 0, out); /* the type error */
+    if (n == 0 || n > CRATER_PROTO_JOB_MAX || s[n] != '\0'
+        || n != json_string_length(v))
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%.32s' is not a job id (1-%d digits)",
+                               s,
+                               CRATER_PROTO_JOB_MAX);
+    return crater_dec_str(d, v, CRATER_PROTO_JOB_MAX, out);
+}
+
+static int dec_attempt(crater_dec_t *d, json_t *v, uint32_t *out)
+{
+    return crater_dec_u32(d, v, 1, UINT32_MAX, out);
+}
+
+static int dec_i32(crater_dec_t *d, json_t *v, int32_t lo, int32_t *out)
+{
+    int64_t x = 0;
+
+    if (crater_dec_int(d, v, lo, INT32_MAX, &x) < 0)
+        return -1;
+    *out = (int32_t)x;
+    return 0;
+}
+
+static int dec_time(crater_dec_t *d, json_t *v, int64_t *out)
+{
+    return crater_dec_int(d, v, 0, INT64_MAX, out);
+}
+
+static int dec_u64(crater_dec_t *d, json_t *v, uint64_t *out)
+{
+    return crater_dec_uint(d, v, 0, I64_MAX, out);
+}
+
+/* A workload type by crater_workload_name(), the one table of names. */
+static int dec_workload(crater_dec_t *d, json_t *v, crater_workload_t *out)
+{
+    const char *names[NWORKLOAD];
+    int x = 0;
+
+    for (int i = 0; i < (int)NWORKLOAD; i++)
+        names[i] = crater_workload_name((crater_workload_t)i);
+    if (crater_dec_enum(d, v, names, NWORKLOAD, &x) < 0)
+        return -1;
+    *out = (crater_workload_t)x;
+    return 0;
+}
+
+/* calloc room for the n elements of array v (plus extra), when v is an
+ * array of at most max entries; crater_dec_array reports the others. *ok
+ * is false only when out of memory. */
+static void *array_room(json_t *v, size_t max, size_t size, size_t extra)
+{
+    size_t n =
+        json_is_array(v) && json_array_size(v) <= max ? json_array_size(v) : 0;
+
+    return calloc(n + extra ? n + extra : 1, size);
+}
+
+/* The value of key in v, decoded as one of names, before the rest of v:
+ * it says which table the whole object is decoded with. */
+static int peek_enum(crater_dec_t *d,
+                     json_t *v,
+                     const char *key,
+                     const char *const *names,
+                     size_t n,
+                     int *out)
+{
+    json_t *k = json_object_get(v, key);
+    size_t mark;
+
+    if (!json_is_object(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a mapping, got %s",
+                               crater_dec_typename(v));
+    if (!k)
+        return crater_dec_fail(d,
+                               CRATER_EMISSING,
+                               "missing required field '%s'",
+                               key);
+    mark = crater_dec_push_key(d, key);
+    if (crater_dec_enum(d, k, names, n, out) < 0)
+        return -1;
+    crater_dec_pop(d, mark);
+    return 0;
+}
+
+/* The already-peeked discriminator: accept it as it is. */
+static int f_peeked(crater_dec_t *d, json_t *v, void *obj)
+{
+    (void)d;
+    (void)v;
+    (void)obj;
+    return 0;
+}
+
+/* {"stdout": N, "stderr": N} into uint64_t[2] */
+static int f_logs_stdout(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &((uint64_t *)obj)[0]);
+}
+
+static int f_logs_stderr(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &((uint64_t *)obj)[1]);
+}
+
+static const crater_dec_field_t logs_fields[] = {
+    {"stdout", f_logs_stdout, CRATER_FIELD_REQUIRED},
+    {"stderr", f_logs_stderr, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static int dec_logs(crater_dec_t *d, json_t *v, bool *has, uint64_t *logs)
+{
+    *has = true;
+    return crater_dec_object(d, v, logs_fields, logs);
+}
+
+static json_t *logs_encode(const uint64_t *logs)
+{
+    return json_pack("{s:I, s:I}",
+                     stream_names[0],
+                     (json_int_t)logs[0],
+                     stream_names[1],
+                     (json_int_t)logs[1]);
+}
+
+/* ---- placement ------------------------------------------------------ */
+
+#define GPU(obj) ((crater_proto_gpu_t *)(obj))
+#define PL(obj) ((crater_proto_placement_t *)(obj))
+
+static int f_gpu_index(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_MAX_GPUS_PER_NODE - 1,
+                          &GPU(obj)->index);
+}
+
+static int f_gpu_uuid(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 128, &GPU(obj)->uuid);
+}
+
+static int f_gpu_model(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 256, &GPU(obj)->model);
+}
+
+static int f_gpu_memory(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &GPU(obj)->memory_bytes);
+}
+
+static const crater_dec_field_t gpu_fields[] = {
+    {"index", f_gpu_index, CRATER_FIELD_REQUIRED},
+    {"uuid", f_gpu_uuid, CRATER_FIELD_REQUIRED},
+    {"model", f_gpu_model, 0},
+    {"memory_bytes", f_gpu_memory, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static int e_gpu(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_placement_t *p = obj;
+
+    p->ngpus = (uint32_t)i + 1;
+    return crater_dec_object(d, v, gpu_fields, &p->gpus[i]);
+}
+
+static int f_pl_node(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 253, &PL(obj)->node);
+}
+
+static int f_pl_gpus(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_array(d, v, CRATER_MAX_GPUS_PER_NODE, e_gpu, obj);
+}
+
+static int f_pl_whole(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &PL(obj)->whole_gpus);
+}
+
+static int f_pl_numa(crater_dec_t *d, json_t *v, void *obj)
+{
+    int64_t x = 0;
+
+    if (crater_dec_int(d, v, -1, 1023, &x) < 0)
+        return -1;
+    PL(obj)->numa = (int32_t)x;
+    return 0;
+}
+
+static int f_pl_cpu(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &PL(obj)->cpu_millis);
+}
+
+static int f_pl_mem(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &PL(obj)->memory_bytes);
+}
+
+static int f_pl_disk(crater_dec_t *d, json_t *v, void *obj)
+{
+    char **out = &PL(obj)->disk;
+
+    if (crater_dec_str(d, v, 64, out) < 0)
+        return -1;
+    if (**out == '\0' || strchr(*out, '/') || strcmp(*out, "..") == 0)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%s' is not a block device name",
+                               *out);
+    return 0;
+}
+
+static const crater_dec_field_t placement_fields[] = {
+    {"node", f_pl_node, CRATER_FIELD_REQUIRED},
+    {"gpus", f_pl_gpus, CRATER_FIELD_REQUIRED},
+    {"whole_gpus", f_pl_whole, CRATER_FIELD_REQUIRED},
+    {"numa", f_pl_numa, CRATER_FIELD_REQUIRED},
+    {"cpu_millis", f_pl_cpu, CRATER_FIELD_REQUIRED},
+    {"memory_bytes", f_pl_mem, CRATER_FIELD_REQUIRED},
+    {"disk", f_pl_disk, 0},
+    {NULL, NULL, 0},
+};
+
+static void placement_clear(crater_proto_placement_t *p)
+{
+    free(p->node);
+    free(p->disk);
+    for (uint32_t i = 0; i < CRATER_MAX_GPUS_PER_NODE; i++) {
+        free(p->gpus[i].uuid);
+        free(p->gpus[i].model);
+    }
+    memset(p, 0, sizeof(*p));
+}
+
+static json_t *placement_encode(const crater_proto_placement_t *p)
+{
+    json_t *gpus = json_array(), *o;
+
+    for (uint32_t i = 0; gpus && i < p->ngpus; i++) {
+        const crater_proto_gpu_t *g = &p->gpus[i];
+        if (json_array_append_new(gpus,
+                                  json_pack("{s:i, s:s, s:s*, s:I}",
+                                            "index",
+                                            (int)g->index,
+                                            "uuid",
+                                            g->uuid ? g->uuid : "",
+                                            "model",
+                                            g->model,
+                                            "memory_bytes",
+                                            (json_int_t)g->memory_bytes))
+            < 0) {
+            json_decref(gpus);
+            return NULL;
+        }
+    }
+    o = json_pack("{s:s, s:o, s:b, s:i, s:I, s:I, s:s*}",
+                  "node",
+                  p->node ? p->node : "",
+                  "gpus",
+                  gpus,
+                  "whole_gpus",
+                  p->whole_gpus,
+                  "numa",
+                  (int)p->numa,
+                  "cpu_millis",
+                  (json_int_t)p->cpu_millis,
+                  "memory_bytes",
+                  (json_int_t)p->memory_bytes,
+                  "disk",
+                  p->disk);
+    return o;
+}
+
+/* ---- limits --------------------------------------------------------- */
+
+#define LIM(obj) ((crater_proto_limits_t *)(obj))
+
+static int f_lim_cpu(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &LIM(obj)->cpu_millis);
+}
+
+static int f_lim_mem(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &LIM(obj)->memory_bytes);
+}
+
+static int f_lim_mult(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_double(d, v, 0, 1000, &LIM(obj)->cpu_limit_multiplier);
+}
+
+static int f_lim_burst(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &LIM(obj)->cpu_burst);
+}
+
+static int f_lim_io(crater_dec_t *d, json_t *v, void *obj)
+{
+    int x = 0;
+
+    if (crater_dec_enum(d, v, io_names, NIO, &x) < 0)
+        return -1;
+    LIM(obj)->io_profile = (crater_io_profile_t)x;
+    return 0;
+}
+
+static int f_lim_workload(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_workload(d, v, &LIM(obj)->workload_type);
+}
+
+static int f_lim_iso(crater_dec_t *d, json_t *v, void *obj)
+{
+    int x = 0;
+
+    if (crater_dec_enum(d, v, iso_names, NISO, &x) < 0)
+        return -1;
+    LIM(obj)->gpu_isolation = (crater_gpu_isolation_t)x;
+    return 0;
+}
+
+static const crater_dec_field_t limits_fields[] = {
+    {"cpu_millis", f_lim_cpu, CRATER_FIELD_REQUIRED},
+    {"memory_bytes", f_lim_mem, CRATER_FIELD_REQUIRED},
+    {"cpuLimitMultiplier", f_lim_mult, CRATER_FIELD_REQUIRED},
+    {"cpuBurst", f_lim_burst, CRATER_FIELD_REQUIRED},
+    {"ioProfile", f_lim_io, CRATER_FIELD_REQUIRED},
+    {"workloadType", f_lim_workload, CRATER_FIELD_REQUIRED},
+    {"gpuIsolation", f_lim_iso, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static json_t *limits_encode(const crater_proto_limits_t *l)
+{
+    return json_pack("{s:I, s:I, s:f, s:b, s:s, s:s, s:s}",
+                     "cpu_millis",
+                     (json_int_t)l->cpu_millis,
+                     "memory_bytes",
+                     (json_int_t)l->memory_bytes,
+                     "cpuLimitMultiplier",
+                     l->cpu_limit_multiplier,
+                     "cpuBurst",
+                     l->cpu_burst,
+                     "ioProfile",
+                     crater_io_profile_name(l->io_profile),
+                     "workloadType",
+                     crater_workload_name(l->workload_type),
+                     "gpuIsolation",
+                     crater_gpu_isolation_name(l->gpu_isolation));
+}
+
+/* ---- task order ----------------------------------------------------- */
+
+#define TASK(obj) ((crater_proto_task_t *)(obj))
+
+static int f_task_job(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_job(d, v, &TASK(obj)->job);
+}
+
+static int f_task_attempt(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_attempt(d, v, &TASK(obj)->attempt);
+}
+
+static int e_arg(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_task_t *t = obj;
+
+    t->nargv = i + 1;
+    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &t->argv[i]);
+}
+
+static int f_task_argv(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_task_t *t = obj;
+
+    if (!(t->argv = array_room(v, CRATER_JOB_MAX_ARGS, sizeof(char *), 1)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    if (crater_dec_array(d, v, CRATER_JOB_MAX_ARGS, e_arg, t) < 0)
+        return -1;
+    if (t->nargv == 0)
+        return crater_dec_fail(d, CRATER_EINVAL, "the command is empty");
+    return 0;
+}
+
+/* A variable name: not empty, no '=' (the agent writes KEY=VALUE). */
+static int dec_env_entry(crater_dec_t *d,
+                         const char *key,
+                         json_t *val,
+                         crater_proto_env_t *e)
+{
+    if (!*key || strchr(key, '='))
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%.32s' is not a variable name",
+                               key);
+    if (crater_dec_str(d, val, CRATER_PROTO_MAX_STR, &e->value) < 0)
+        return -1;
+    if (!(e->key = strdup(key)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return 0;
+}
+
+static int f_task_env(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_task_t *t = obj;
+    const char *key;
+    json_t *val;
+
+    if (!json_is_object(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a mapping, got %s",
+                               crater_dec_typename(v));
+    if (json_object_size(v) > CRATER_PROTO_MAX_ENV)
+        return crater_dec_fail(d,
+                               CRATER_ELIMIT,
+                               "%zu variables, at most %d allowed",
+                               json_object_size(v),
+                               CRATER_PROTO_MAX_ENV);
+    if (!(t->env = calloc(json_object_size(v) + 1, sizeof(*t->env))))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    json_object_foreach(v, key, val)
+    {
+        size_t mark = crater_dec_push_key(d, key);
+        if (dec_env_entry(d, key, val, &t->env[t->nenv++]) < 0)
+            return -1;
+        crater_dec_pop(d, mark);
+    }
+    return 0;
+}
+
+static int f_task_dir(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &TASK(obj)->working_dir);
+}
+
+static int f_task_placement(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_object(d, v, placement_fields, &TASK(obj)->placement);
+}
+
+static int f_task_limits(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_object(d, v, limits_fields, &TASK(obj)->limits);
+}
+
+static int f_task_grace(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &TASK(obj)->grace_period_ms);
+}
+
+static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_logs(d, v, &TASK(obj)->has_logs, TASK(obj)->logs);
+}
+
+static const crater_dec_field_t task_fields[] = {
+    {"job", f_task_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_task_attempt, CRATER_FIELD_REQUIRED},
+    {"argv", f_task_argv, CRATER_FIELD_REQUIRED},
+    {"env", f_task_env, CRATER_FIELD_REQUIRED},
+    {"workingDir", f_task_dir, 0},
+    {"placement", f_task_placement, CRATER_FIELD_REQUIRED},
+    {"limits", f_task_limits, CRATER_FIELD_REQUIRED},
+    {"gracePeriod_ms", f_task_grace, CRATER_FIELD_REQUIRED},
+    {"logs", f_task_logs, 0},
+    {NULL, NULL, 0},
+};
+
+int crater_proto_task_decode(crater_dec_t *d,
+                             json_t *v,
+                             crater_proto_task_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->placement.numa = -1;
+    if (crater_dec_object(d, v, task_fields, out) == 0)
+        return 0;
+    crater_proto_task_clear(out);
+    return -1;
+}
+
+void crater_proto_task_clear(crater_proto_task_t *t)
+{
+    if (!t)
+        return;
+    free(t->job);
+    crater_strv_free(t->argv);
+    for (size_t i = 0; t->env && i < t->nenv; i++) {
+        free(t->env[i].key);
+        free(t->env[i].value);
+    }
+    free(t->env);
+    free(t->working_dir);
+    placement_clear(&t->placement);
+    memset(t, 0, sizeof(*t));
+}
+
+static json_t *env_encode(const crater_proto_task_t *t)
+{
+    json_t *env = json_object();
+
+    for (size_t i = 0; env && i < t->nenv; i++)
+        if (json_object_set_new(env,
+                                t->env[i].key,
+                                json_string(t->env[i].value))
+            < 0) {
+            json_decref(env);
+            return NULL;
+        }
+    return env;
+}
+
+json_t *crater_proto_task_encode(const crater_proto_task_t *t)
+{
+    json_t *argv = json_array(), *o;
+
+    for (size_t i = 0; argv && i < t->nargv; i++)
+        if (json_array_append_new(argv, json_string(t->argv[i])) < 0) {
+            json_decref(argv);
+            return NULL;
+        }
+    o = json_pack("{s:s, s:I, s:o, s:o, s:s*, s:o, s:o, s:I}",
+                  "job",
+                  t->job ? t->job : "",
+                  "attempt",
+                  (json_int_t)t->attempt,
+                  "argv",
+                  argv,
+                  "env",
+                  env_encode(t),
+                  "workingDir",
+                  t->working_dir,
+                  "placement",
+                  placement_encode(&t->placement),
+                  "limits",
+                  limits_encode(&t->limits),
+                  "gracePeriod_ms",
+                  (json_int_t)t->grace_period_ms);
+    if (o && t->has_logs
+        && json_object_set_new(o, "logs", logs_encode(t->logs)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int crater_proto_task_setenv(crater_proto_task_t *t,
+                             const char *key,
+                             const char *value)
+{
+    crater_proto_env_t *e;
+    char *k, *v;
+
+    for (size_t i = 0; i < t->nenv; i++)
+        if (strcmp(t->env[i].key, key) == 0) {
+            if (!(v = strdup(value)))
+                return -1;
+            free(t->env[i].value);
+            t->env[i].value = v;
+            return 0;
+        }
+    e = realloc(t->env, (t->nenv + 1) * sizeof(*e));
+    if (!e)
+        return -1;
+    t->env = e;
+    k = strdup(key);
+    v = strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -1;
+    }
+    t->env[t->nenv].key = k;
+    t->env[t->nenv++].value = v;
+    return 0;
+}
+
+const char *crater_proto_task_getenv(const crater_proto_task_t *t,
+                                     const char *key)
+{
+    for (size_t i = 0; i < t->nenv; i++)
+        if (strcmp(t->env[i].key, key) == 0)
+            return t->env[i].value;
+    return NULL;
+}
+
+/* ---- work items ----------------------------------------------------- */
+
+#define ITEM(obj) ((crater_proto_item_t *)(obj))
+
+static int f_item_seq(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &ITEM(obj)->seq);
+}
+
+static int f_item_task(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_object(d, v, task_fields, &ITEM(obj)->task);
+}
+
+static int f_stop_job(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_job(d, v, &ITEM(obj)->stop.job);
+}
+
+static int f_stop_attempt(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_attempt(d, v, &ITEM(obj)->stop.attempt);
+}
+
+static int f_stop_grace(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &ITEM(obj)->stop.grace_period_ms);
+}
+
+static int f_stop_reason(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 1024, &ITEM(obj)->stop.reason);
+}
+
+static const crater_dec_field_t start_fields[] = {
+    {"seq", f_item_seq, CRATER_FIELD_REQUIRED},
+    {"op", f_peeked, CRATER_FIELD_REQUIRED},
+    {"task", f_item_task, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static const crater_dec_field_t stop_fields[] = {
+    {"seq", f_item_seq, CRATER_FIELD_REQUIRED},
+    {"op", f_peeked, CRATER_FIELD_REQUIRED},
+    {"job", f_stop_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_stop_attempt, CRATER_FIELD_REQUIRED},
+    {"gracePeriod_ms", f_stop_grace, CRATER_FIELD_REQUIRED},
+    {"reason", f_stop_reason, 0},
+    {NULL, NULL, 0},
+};
+
+static const crater_dec_field_t resync_fields[] = {
+    {"seq", f_item_seq, CRATER_FIELD_REQUIRED},
+    {"op", f_peeked, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+int crater_proto_item_decode(crater_dec_t *d,
+                             json_t *v,
+                             crater_proto_item_t *out)
+{
+    static const crater_dec_field_t *const tables[] = {
+        [CRATER_PROTO_START] = start_fields,
+        [CRATER_PROTO_STOP] = stop_fields,
+        [CRATER_PROTO_RESYNC] = resync_fields,
+    };
+    int op = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->task.placement.numa = -1;
+    if (peek_enum(d, v, "op", op_names, 3, &op) < 0)
+        return -1;
+    out->op = (crater_proto_op_t)op;
+    if (crater_dec_object(d, v, tables[op], out) == 0)
+        return 0;
+    crater_proto_item_clear(out);
+    return -1;
+}
+
+void crater_proto_item_clear(crater_proto_item_t *it)
+{
+    if (!it)
+        return;
+    crater_proto_task_clear(&it->task);
+    free(it->stop.job);
+    free(it->stop.reason);
+    memset(it, 0, sizeof(*it));
+}
+
+json_t *crater_proto_item_encode(const crater_proto_item_t *it)
+{
+    const crater_proto_stop_t *s = &it->stop;
+
+    switch (it->op) {
+    case CRATER_PROTO_START:
+        return json_pack("{s:I, s:s, s:o}",
+                         "seq",
+                         (json_int_t)it->seq,
+                         "op",
+                         "start",
+                         "task",
+                         crater_proto_task_encode(&it->task));
+    case CRATER_PROTO_STOP:
+        return json_pack("{s:I, s:s, s:s, s:I, s:I, s:s*}",
+                         "seq",
+                         (json_int_t)it->seq,
+                         "op",
+                         "stop",
+                         "job",
+                         s->job ? s->job : "",
+                         "attempt",
+                         (json_int_t)s->attempt,
+                         "gracePeriod_ms",
+                         (json_int_t)s->grace_period_ms,
+                         "reason",
+                         s->reason);
+    case CRATER_PROTO_RESYNC:
+        break;
+    }
+    return json_pack("{s:I, s:s}", "seq", (json_int_t)it->seq, "op", "resync");
+}
+
+#define WORK(obj) ((crater_proto_work_t *)(obj))
+
+static int f_work_seq(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &WORK(obj)->seq);
+}
+
+static int e_item(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_work_t *w = obj;
+
+    if (crater_proto_item_decode(d, v, &w->items[i]) < 0)
+        return -1;
+    w->nitems = i + 1;
+    return 0;
+}
+
+static int f_work_items(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_work_t *w = obj;
+
+    if (!(w->items =
+              array_room(v, CRATER_PROTO_MAX_ITEMS, sizeof(*w->items), 0)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_PROTO_MAX_ITEMS, e_item, w);
+}
+
+static const crater_dec_field_t work_fields[] = {
+    {"seq", f_work_seq, CRATER_FIELD_REQUIRED},
+    {"items", f_work_items, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+json_t *crater_proto_work_encode(uint64_t seq, json_t *items)
+{
+    return json_pack("{s:I, s:O}", "seq", (json_int_t)seq, "items", items);
+}
+
+int crater_proto_work_decode(crater_dec_t *d,
+                             json_t *v,
+                             crater_proto_work_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (crater_dec_object(d, v, work_fields, out) == 0)
+        return 0;
+    crater_proto_work_clear(out);
+    return -1;
+}
+
+void crater_proto_work_clear(crater_proto_work_t *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->nitems; i++)
+        crater_proto_item_clear(&w->items[i]);
+    free(w->items);
+    memset(w, 0, sizeof(*w));
+}
+
+/* ---- task events ---------------------------------------------------- */
+
+#define EV(obj) ((crater_proto_event_t *)(obj))
+
+static int f_ev_job(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_job(d, v, &EV(obj)->job);
+}
+
+static int f_ev_attempt(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_attempt(d, v, &EV(obj)->attempt);
+}
+
+static int f_ev_time(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_time(d, v, &EV(obj)->time_ms);
+}
+
+static int f_ev_pid(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_i32(d, v, 0, &EV(obj)->pid);
+}
+
+static int f_ev_code(crater_dec_t *d, json_t *v, void *obj)
+{
+    int64_t x = 0;
+
+    if (crater_dec_int(d, v, 0, 255, &x) < 0)
+        return -1;
+    EV(obj)->exit_code = (int32_t)x;
+    return 0;
+}
+
+static int f_ev_signal(crater_dec_t *d, json_t *v, void *obj)
+{
+    int64_t x = 0;
+
+    if (crater_dec_int(d, v, 0, 255, &x) < 0)
+        return -1;
+    EV(obj)->signal = (int32_t)x;
+    return 0;
+}
+
+static int f_ev_oom(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &EV(obj)->oom);
+}
+
+static int f_ev_error(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 1024, &EV(obj)->error);
+}
+
+static int f_ev_logs(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_logs(d, v, &EV(obj)->has_logs, EV(obj)->logs);
+}
+
+static const crater_dec_field_t started_fields[] = {
+    {"job", f_ev_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"event", f_peeked, CRATER_FIELD_REQUIRED},
+    {"time_ms", f_ev_time, 0},
+    {"pid", f_ev_pid, 0},
+    {NULL, NULL, 0},
+};
+
+static const crater_dec_field_t exited_fields[] = {
+    {"job", f_ev_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"event", f_peeked, CRATER_FIELD_REQUIRED},
+    {"time_ms", f_ev_time, 0},
+    {"exit_code", f_ev_code, 0},
+    {"signal", f_ev_signal, 0},
+    {"oom", f_ev_oom, 0},
+    {"error", f_ev_error, 0},
+    {"logs", f_ev_logs, 0},
+    {NULL, NULL, 0},
+};
+
+int crater_proto_event_decode(crater_dec_t *d,
+                              json_t *v,
+                              crater_proto_event_t *out)
+{
+    int ev = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (peek_enum(d, v, "event", event_names, 2, &ev) < 0)
+        return -1;
+    out->event = (crater_proto_event_kind_t)ev;
+    if (crater_dec_object(d,
+                          v,
+                          ev == CRATER_PROTO_STARTED ? started_fields
+                                                     : exited_fields,
+                          out)
+        == 0)
+        return 0;
+    crater_proto_event_clear(out);
+    return -1;
+}
+
+void crater_proto_event_clear(crater_proto_event_t *e)
+{
+    if (!e)
+        return;
+    free(e->job);
+    free(e->error);
+    memset(e, 0, sizeof(*e));
+}
+
+json_t *crater_proto_event_encode(const crater_proto_event_t *e)
+{
+    const char *job = e->job ? e->job : "";
+    json_t *o;
+
+    if (e->event == CRATER_PROTO_STARTED)
+        return json_pack("{s:s, s:I, s:s, s:i, s:I}",
+                         "job",
+                         job,
+                         "attempt",
+                         (json_int_t)e->attempt,
+                         "event",
+                         "started",
+                         "pid",
+                         (int)e->pid,
+                         "time_ms",
+                         (json_int_t)e->time_ms);
+    o = json_pack("{s:s, s:I, s:s, s:I, s:i, s:i, s:b, s:s*}",
+                  "job",
+                  job,
+                  "attempt",
+                  (json_int_t)e->attempt,
+                  "event",
+                  "exited",
+                  "time_ms",
+                  (json_int_t)e->time_ms,
+                  "exit_code",
+                  (int)e->exit_code,
+                  "signal",
+                  (int)e->signal,
+                  "oom",
+                  e->oom,
+                  "error",
+                  e->error);
+    if (o && e->has_logs
+        && json_object_set_new(o, "logs", logs_encode(e->logs)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int e_event(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_events_t *e = obj;
+
+    if (crater_proto_event_decode(d, v, &e->events[i]) < 0)
+        return -1;
+    e->nevents = i + 1;
+    return 0;
+}
+
+static int f_events(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_events_t *e = obj;
+
+    if (!(e->events =
+              array_room(v, CRATER_PROTO_MAX_EVENTS, sizeof(*e->events), 0)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_PROTO_MAX_EVENTS, e_event, e);
+}
+
+static const crater_dec_field_t events_fields[] = {
+    {"events", f_events, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+json_t *crater_proto_events_encode(const crater_proto_events_t *e)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < e->nevents; i++)
+        if (json_array_append_new(a, crater_proto_event_encode(&e->events[i]))
+            < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return json_pack("{s:o}", "events", a);
+}
+
+int crater_proto_events_decode(crater_dec_t *d,
+                               json_t *v,
+                               crater_proto_events_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (crater_dec_object(d, v, events_fields, out) == 0)
+        return 0;
+    crater_proto_events_clear(out);
+    return -1;
+}
+
+void crater_proto_events_clear(crater_proto_events_t *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->nevents; i++)
+        crater_proto_event_clear(&e->events[i]);
+    free(e->events);
+    memset(e, 0, sizeof(*e));
+}
+
+/* ---- register ------------------------------------------------------- */
+
+#define HELD(obj) ((crater_proto_held_t *)(obj))
+#define REG(obj) ((crater_proto_register_t *)(obj))
+
+static int f_held_job(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_job(d, v, &HELD(obj)->job);
+}
+
+static int f_held_attempt(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_attempt(d, v, &HELD(obj)->attempt);
+}
+
+static int f_held_state(crater_dec_t *d, json_t *v, void *obj)
+{
+    int x = 0;
+
+    if (crater_dec_enum(d, v, held_names, 2, &x) < 0)
+        return -1;
+    HELD(obj)->running = x == 1;
+    return 0;
+}
+
+static int f_held_pid(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_i32(d, v, 0, &HELD(obj)->pid);
+}
+
+static int f_held_started(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_time(d, v, &HELD(obj)->started_ms);
+}
+
+static const crater_dec_field_t held_fields[] = {
+    {"job", f_held_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_held_attempt, CRATER_FIELD_REQUIRED},
+    {"state", f_held_state, CRATER_FIELD_REQUIRED},
+    {"pid", f_held_pid, 0},
+    {"started_ms", f_held_started, 0},
+    {NULL, NULL, 0},
+};
+
+static int e_held(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_register_t *r = obj;
+
+    r->ntasks = i + 1;
+    return crater_dec_object(d, v, held_fields, &r->tasks[i]);
+}
+
+static int f_reg_version(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 64, &REG(obj)->version);
+}
+
+static int f_reg_protocol(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_u32(d, v, 1, 1000, &REG(obj)->protocol);
+}
+
+/* The hardware document is node_add()'s to decode (crater_hw_decode). */
+static int f_reg_node(crater_dec_t *d, json_t *v, void *obj)
+{
+    if (!json_is_object(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a mapping (a Node document), got %s",
+                               crater_dec_typename(v));
+    REG(obj)->node = json_incref(v);
+    return 0;
+}
+
+static int f_reg_tasks(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_register_t *r = obj;
+
+    if (!(r->tasks =
+              array_room(v, CRATER_PROTO_MAX_TASKS, sizeof(*r->tasks), 0)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_PROTO_MAX_TASKS, e_held, r);
+}
+
+static const crater_dec_field_t register_fields[] = {
+    {"version", f_reg_version, CRATER_FIELD_REQUIRED},
+    {"protocol", f_reg_protocol, CRATER_FIELD_REQUIRED},
+    {"node", f_reg_node, 0},
+    {"tasks", f_reg_tasks, 0},
+    {NULL, NULL, 0},
+};
+
+int64_t crater_proto_register_protocol(json_t *v)
+{
+    json_t *p = json_object_get(v, "protocol");
+
+    return json_is_integer(p) ? (int64_t)json_integer_value(p) : 1;
+}
+
+static json_t *held_encode(const crater_proto_held_t *h)
+{
+    return json_pack("{s:s, s:I, s:s, s:i, s:I}",
+                     "job",
+                     h->job ? h->job : "",
+                     "attempt",
+                     (json_int_t)h->attempt,
+                     "state",
+                     held_names[h->running],
+                     "pid",
+                     (int)h->pid,
+                     "started_ms",
+                     (json_int_t)h->started_ms);
+}
+
+json_t *crater_proto_register_encode(const crater_proto_register_t *r)
+{
+    json_t *tasks = json_array(), *o;
+
+    for (size_t i = 0; tasks && i < r->ntasks; i++)
+        if (json_array_append_new(tasks, held_encode(&r->tasks[i])) < 0) {
+            json_decref(tasks);
+            return NULL;
+        }
+    o = json_pack("{s:s, s:I, s:o}",
+                  "version",
+                  r->version ? r->version : "",
+                  "protocol",
+                  (json_int_t)r->protocol,
+                  "tasks",
+                  tasks);
+    if (o && r->node && json_object_set(o, "node", r->node) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int crater_proto_register_decode(crater_dec_t *d,
+                                 json_t *v,
+                                 crater_proto_register_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (crater_dec_object(d, v, register_fields, out) == 0)
+        return 0;
+    crater_proto_register_clear(out);
+    return -1;
+}
+
+void crater_proto_register_clear(crater_proto_register_t *r)
+{
+    if (!r)
+        return;
+    free(r->version);
+    json_decref(r->node);
+    for (size_t i = 0; r->tasks && i < r->ntasks; i++)
+        free(r->tasks[i].job);
+    free(r->tasks);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- register answer ------------------------------------------------ */
+
+#define RGD(obj) ((crater_proto_registered_t *)(obj))
+
+static int f_rgd_node(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 253, &RGD(obj)->node);
+}
+
+static int f_rgd_version(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d, v, 64, &RGD(obj)->version);
+}
+
+static int f_rgd_protocol(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_u32(d, v, 1, 1000, &RGD(obj)->protocol);
+}
+
+static int f_rgd_seq(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &RGD(obj)->seq);
+}
+
+static int f_rgd_hb(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &RGD(obj)->heartbeat_interval_ms);
+}
+
+static int f_rgd_hbto(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &RGD(obj)->heartbeat_timeout_ms);
+}
+
+static int f_rgd_sampling(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &RGD(obj)->sampling_interval_ms);
+}
+
+static int e_rgd_task(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_registered_t *r = obj;
+
+    if (crater_proto_task_decode(d, v, &r->tasks[i]) < 0)
+        return -1;
+    r->ntasks = i + 1;
+    return 0;
+}
+
+static int f_rgd_tasks(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_registered_t *r = obj;
+
+    if (!(r->tasks =
+              array_room(v, CRATER_PROTO_MAX_TASKS, sizeof(*r->tasks), 0)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_PROTO_MAX_TASKS, e_rgd_task, r);
+}
+
+static const crater_dec_field_t registered_fields[] = {
+    {"node", f_rgd_node, CRATER_FIELD_REQUIRED},
+    {"version", f_rgd_version, CRATER_FIELD_REQUIRED},
+    {"protocol", f_rgd_protocol, CRATER_FIELD_REQUIRED},
+    {"seq", f_rgd_seq, CRATER_FIELD_REQUIRED},
+    {"heartbeatInterval_ms", f_rgd_hb, CRATER_FIELD_REQUIRED},
+    {"heartbeatTimeout_ms", f_rgd_hbto, CRATER_FIELD_REQUIRED},
+    {"samplingInterval_ms", f_rgd_sampling, CRATER_FIELD_REQUIRED},
+    {"tasks", f_rgd_tasks, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+json_t *crater_proto_registered_encode(const crater_proto_registered_t *r)
+{
+    json_t *tasks = json_array();
+
+    for (size_t i = 0; tasks && i < r->ntasks; i++)
+        if (json_array_append_new(tasks, crater_proto_task_encode(&r->tasks[i]))
+            < 0) {
+            json_decref(tasks);
+            return NULL;
+        }
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
+                     "node",
+                     r->node ? r->node : "",
+                     "version",
+                     r->version ? r->version : "",
+                     "protocol",
+                     (json_int_t)r->protocol,
+                     "seq",
+                     (json_int_t)r->seq,
+                     "heartbeatInterval_ms",
+                     (json_int_t)r->heartbeat_interval_ms,
+                     "heartbeatTimeout_ms",
+                     (json_int_t)r->heartbeat_timeout_ms,
+                     "samplingInterval_ms",
+                     (json_int_t)r->sampling_interval_ms,
+                     "tasks",
+                     tasks);
+}
+
+int crater_proto_registered_decode(crater_dec_t *d,
+                                   json_t *v,
+                                   crater_proto_registered_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (crater_dec_object(d, v, registered_fields, out) == 0)
+        return 0;
+    crater_proto_registered_clear(out);
+    return -1;
+}
+
+void crater_proto_registered_clear(crater_proto_registered_t *r)
+{
+    if (!r)
+        return;
+    free(r->node);
+    free(r->version);
+    for (size_t i = 0; r->tasks && i < r->ntasks; i++)
+        crater_proto_task_clear(&r->tasks[i]);
+    free(r->tasks);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- heartbeat ------------------------------------------------------ */
+
+#define HB(obj) ((crater_proto_heartbeat_t *)(obj))
+#define GU(obj) ((crater_proto_gpu_util_t *)(obj))
+#define USE(obj) ((crater_proto_usage_t *)(obj))
+
+static int dec_frac(crater_dec_t *d, json_t *v, double *out)
+{
+    return crater_dec_double(d, v, 0, 1, out);
+}
+
+static int f_gu_index(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_MAX_GPUS_PER_NODE - 1,
+                          &GU(obj)->index);
+}
+
+static int f_gu_util(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_frac(d, v, &GU(obj)->util);
+}
+
+static int f_gu_used(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &GU(obj)->memory_used_bytes);
+}
+
+static const crater_dec_field_t gpu_util_fields[] = {
+    {"index", f_gu_index, CRATER_FIELD_REQUIRED},
+    {"util", f_gu_util, CRATER_FIELD_REQUIRED},
+    {"memory_used_bytes", f_gu_used, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static int e_gpu_util(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_heartbeat_t *h = obj;
+
+    h->ngpus = (uint32_t)i + 1;
+    return crater_dec_object(d, v, gpu_util_fields, &h->gpus[i]);
+}
+
+static int f_util_cpu(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_frac(d, v, &HB(obj)->cpu);
+}
+
+static int f_util_mem(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_frac(d, v, &HB(obj)->memory);
+}
+
+static int f_util_disk(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_frac(d, v, &HB(obj)->disk);
+}
+
+static int f_util_gpus(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_array(d, v, CRATER_MAX_GPUS_PER_NODE, e_gpu_util, obj);
+}
+
+static const crater_dec_field_t util_fields[] = {
+    {"cpu", f_util_cpu, CRATER_FIELD_REQUIRED},
+    {"memory", f_util_mem, CRATER_FIELD_REQUIRED},
+    {"disk", f_util_disk, CRATER_FIELD_REQUIRED},
+    {"gpus", f_util_gpus, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static int f_use_cpu(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_double(d, v, 0, 1e9, &USE(obj)->cpu_millis);
+}
+
+static int f_use_mem(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &USE(obj)->memory_bytes);
+}
+
+static const crater_dec_field_t usage_fields[] = {
+    {"cpu_millis", f_use_cpu, 0},
+    {"memory_bytes", f_use_mem, 0},
+    {NULL, NULL, 0},
+};
+
+static int f_use_job(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_job(d, v, &USE(obj)->job);
+}
+
+static int f_use_attempt(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_attempt(d, v, &USE(obj)->attempt);
+}
+
+static int f_use_usage(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_object(d, v, usage_fields, obj);
+}
+
+static const crater_dec_field_t task_usage_fields[] = {
+    {"job", f_use_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_use_attempt, CRATER_FIELD_REQUIRED},
+    {"usage", f_use_usage, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static int e_usage(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_heartbeat_t *h = obj;
+
+    h->ntasks = i + 1;
+    return crater_dec_object(d, v, task_usage_fields, &h->tasks[i]);
+}
+
+static int f_hb_util(crater_dec_t *d, json_t *v, void *obj)
+{
+    HB(obj)->has_util = true;
+    return crater_dec_object(d, v, util_fields, obj);
+}
+
+static int f_hb_tasks(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_heartbeat_t *h = obj;
+
+    if (!(h->tasks =
+              array_room(v, CRATER_PROTO_MAX_TASKS, sizeof(*h->tasks), 0)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_PROTO_MAX_TASKS, e_usage, h);
+}
+
+static const crater_dec_field_t heartbeat_fields[] = {
+    {"util", f_hb_util, 0},
+    {"tasks", f_hb_tasks, 0},
+    {NULL, NULL, 0},
+};
+
+json_t *crater_proto_usage_encode(const crater_proto_usage_t *u)
+{
+    return json_pack("{s:s, s:I, s:{s:f, s:I}}",
+                     "job",
+                     u->job ? u->job : "",
+                     "attempt",
+                     (json_int_t)u->attempt,
+                     "usage",
+                     "cpu_millis",
+                     u->cpu_millis,
+                     "memory_bytes",
+                     (json_int_t)u->memory_bytes);
+}
+
+static json_t *util_encode(const crater_proto_heartbeat_t *h)
+{
+    json_t *gpus = json_array();
+
+    for (uint32_t i = 0; gpus && i < h->ngpus; i++)
+        if (json_array_append_new(gpus,
+                                  json_pack("{s:i, s:f, s:I}",
+                                            "index",
+                                            (int)h->gpus[i].index,
+                                            "util",
+                                            h->gpus[i].util,
+                                            "memory_used_bytes",
+                                            (json_int_t)h->gpus[i]
+                                                .memory_used_bytes))
+            < 0) {
+            json_decref(gpus);
+            return NULL;
+        }
+    return json_pack("{s:f, s:f, s:f, s:o}",
+                     "cpu",
+                     h->cpu,
+                     "memory",
+                     h->memory,
+                     "disk",
+                     h->disk,
+                     "gpus",
+                     gpus);
+}
+
+json_t *crater_proto_heartbeat_encode(const crater_proto_heartbeat_t *h)
+{
+    json_t *tasks = json_array(), *o;
+
+    for (size_t i = 0; tasks && i < h->ntasks; i++)
+        if (json_array_append_new(tasks,
+                                  crater_proto_usage_encode(&h->tasks[i]))
+            < 0) {
+            json_decref(tasks);
+            return NULL;
+        }
+    o = json_pack("{s:o}", "tasks", tasks);
+    if (o && h->has_util
+        && json_object_set_new(o, "util", util_encode(h)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int crater_proto_heartbeat_decode(crater_dec_t *d,
+                                  json_t *v,
+                                  crater_proto_heartbeat_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (crater_dec_object(d, v, heartbeat_fields, out) == 0)
+        return 0;
+    crater_proto_heartbeat_clear(out);
+    return -1;
+}
+
+void crater_proto_heartbeat_clear(crater_proto_heartbeat_t *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; h->tasks && i < h->ntasks; i++)
+        free(h->tasks[i].job);
+    free(h->tasks);
+    memset(h, 0, sizeof(*h));
+}
