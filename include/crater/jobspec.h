@@ -27,6 +27,8 @@
 #define CRATER_JOB_MAX_ARG_LEN 4096
 #define CRATER_JOB_MAX_ENV 256
 #define CRATER_JOB_MAX_LIST 64 /* models, after, selectors, tolerations */
+#define CRATER_ARRAY_MAX 10000 /* elements of one job array */
+#define CRATER_ARRAY_MAX_INDEX 9999999
 #define CRATER_JOB_MAX_REPLICAS 10000
 #define CRATER_JOB_MAX_GPUS 64 /* per replica */
 
@@ -158,7 +160,28 @@ typedef struct crater_jobspec {
     size_t nselector;
     crater_toleration_t *tolerations;
     size_t ntolerations;
+    /* array: "0-999%10": one job per index (sorted, distinct), at most
+     * array_parallelism of them holding resources at once (0 = no cap).
+     * narray 0 = not an array. */
+    uint32_t *array;
+    size_t narray;
+    uint32_t array_parallelism;
 } crater_jobspec_t;
+
+/* Parse an array expression: indexes "N", "N-M" or "N-M:STEP" separated
+ * by commas (0 <= N <= M <= CRATER_ARRAY_MAX_INDEX), then optionally
+ * "%P" (P >= 1) to cap how many elements run at once. The indexes come
+ * out sorted and distinct, at most CRATER_ARRAY_MAX. *idx is malloc'd.
+ * Errors say what is wrong ("'5-2': the range ends before it starts"). */
+int crater_array_parse(const char *s,
+                       uint32_t **idx,
+                       size_t *n,
+                       uint32_t *parallelism,
+                       crater_error_t *err);
+/* The canonical text of idx[0..n-1] (+ "%P" when parallelism > 0), with
+ * runs of consecutive indexes as ranges ("0-999%10", "1,3,5-7").
+ * malloc'd; NULL on ENOMEM. */
+char *crater_array_format(const uint32_t *idx, size_t n, uint32_t parallelism);
 
 /* A spec holding every default. NULL on allocation failure. */
 crater_jobspec_t *crater_jobspec_create(void);

@@ -39,6 +39,14 @@ static int job_path(const char *id, const char *suffix, char *buf, size_t n)
     return CLI_EXIT_OK;
 }
 
+static int id_command(int argc,
+                      char **argv,
+                      const char *usage,
+                      cli_common_t *co,
+                      cli_extra_opt_f extra,
+                      void *ctx,
+                      cli_remote_t *r);
+
 /* ---- submit ------------------------------------------------------------ */
 
 #define SUBMIT_MAX_FILES 256
@@ -225,24 +233,86 @@ static int post_doc(cli_remote_t *r,
     return cli__api_body(r, "POST", "/api/v1/jobs", &b, job);
 }
 
+/* One line per submitted job (an array: one line for all of it). */
+static void print_submitted(const json_t *job)
+{
+    const char *id = json_string_value(json_object_get(job, "id"));
+    const char *st = json_string_value(json_object_get(job, "state"));
+    const json_t *arr = json_object_get(job, "array");
+    json_int_t n = json_integer_value(json_object_get(arr, "count"));
+
+    if (json_is_object(arr) && n > 0)
+        printf("array %s submitted: %lld jobs %s_[%s] (%s)\n",
+               id ? id : "?",
+               (long long)n,
+               id ? id : "?",
+               json_string_value(json_object_get(arr, "indexes"))
+                   ? json_string_value(json_object_get(arr, "indexes"))
+                   : "?",
+               st ? st : "?");
+    else
+        printf("job %s submitted (%s)\n", id ? id : "?", st ? st : "?");
+}
+
+/* Keep what the server answered: a job, or {"items": [...]} for several
+ * documents. Returns how many documents it covers. */
+static int submit_keep(struct submit *s, json_t *ans)
+{
+    json_t *items = json_object_get(ans, "items"), *it;
+    size_t i;
+
+    if (!json_is_array(items)) {
+        if (s->co.fmt == CLI_FMT_TEXT)
+            print_submitted(ans);
+        json_array_append(s->out, ans);
+        return 1;
+    }
+    json_array_foreach(items, i, it)
+    {
+        if (s->co.fmt == CLI_FMT_TEXT)
+            print_submitted(it);
+        json_array_append(s->out, it);
+    }
+    return (int)json_array_size(items);
+}
+
 static int submit_one(struct submit *s,
                       cli_remote_t *r,
                       const struct sfile *f,
-                      size_t i)
+                      size_t i,
+                      int *sent)
 {
     json_t *job = NULL;
-    const char *id, *st;
     int rc = post_doc(r, f, i, &job);
 
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    id = json_string_value(json_object_get(job, "id"));
-    st = json_string_value(json_object_get(job, "state"));
-    if (s->co.fmt == CLI_FMT_TEXT)
-        printf("job %s submitted (%s)\n", id ? id : "?", st ? st : "?");
-    else if (json_array_append(s->out, job) < 0)
-        rc = CLI_EXIT_REJECTED;
+    if (rc == CLI_EXIT_OK)
+        *sent += submit_keep(s, job);
     json_decref(job);
+    return rc;
+}
+
+/* A YAML file of several documents goes as one request: craterd stores
+ * all of them in one transaction, or none. */
+static int submit_file(struct submit *s,
+                       cli_remote_t *r,
+                       const struct sfile *f,
+                       int *sent)
+{
+    struct cli_body b = {"application/yaml", f->buf, f->len};
+    json_t *ans = NULL;
+    int rc = CLI_EXIT_OK;
+
+    if (f->json || crater_doc_count(f->doc) < 2
+        || f->nspans != (long)crater_doc_count(f->doc)) {
+        for (size_t i = 0; rc == CLI_EXIT_OK && i < crater_doc_count(f->doc);
+             i++)
+            rc = submit_one(s, r, f, i, sent);
+        return rc;
+    }
+    if ((rc = cli__api_body(r, "POST", "/api/v1/jobs", &b, &ans))
+        == CLI_EXIT_OK)
+        *sent += submit_keep(s, ans);
+    json_decref(ans);
     return rc;
 }
 
@@ -252,14 +322,10 @@ static int submit_send(struct submit *s)
     int rc = cli__remote_open(&r, &s->co), sent = 0;
 
     for (int f = 0; rc == CLI_EXIT_OK && f < s->nfiles; f++)
-        for (size_t i = 0;
-             rc == CLI_EXIT_OK && i < crater_doc_count(s->files[f].doc);
-             i++)
-            if ((rc = submit_one(s, &r, &s->files[f], i)) == 0)
-                sent++;
+        rc = submit_file(s, &r, &s->files[f], &sent);
     if (rc != CLI_EXIT_OK && sent)
         fprintf(stderr,
-                "crater: %d job%s submitted before the error\n",
+                "crater: %d document%s submitted before the error\n",
                 sent,
                 sent == 1 ? "" : "s");
     if (s->co.fmt != CLI_FMT_TEXT && json_array_size(s->out))
@@ -276,8 +342,10 @@ int cli_submit(int argc, char **argv)
         "usage: crater submit -f FILE [-f FILE ...] [-o json|yaml]\n"
         "                     [--server URL] [--token TOKEN]\n"
         "Submit the Job documents of each FILE ('-' reads stdin; a file may\n"
-        "hold several '---' separated documents). Every document is checked\n"
-        "locally first; nothing is sent unless all of them are valid.\n";
+        "hold several '---' separated documents, stored together in one\n"
+        "transaction: all or none). Every document is checked locally\n"
+        "first; nothing is sent unless all of them are valid. A document\n"
+        "with `array: \"0-999%10\"` is one job per index.\n";
     static const struct option opts[] = {CLI_REMOTE_LONGOPTS,
                                          {"file", required_argument, NULL, 'f'},
                                          {0}};
@@ -333,6 +401,8 @@ static const char run_usage[] =
     "  --disk-bandwidth BW      disk bandwidth (500MB/s)\n"
     "  --env NAME=VALUE         environment (repeatable)\n"
     "  --workdir DIR            working directory (absolute)\n"
+    "  --array 0-999[%P]        one job per index (CRATER_ARRAY_INDEX), at\n"
+    "                           most P running at once\n"
     "  --image IMAGE            container image\n"
     "  --wait                   wait for the job; exit with its exit code\n"
     "  -o, --output json|yaml   print the job object\n";
@@ -383,18 +453,28 @@ static int run_submit(cli_run_t *run, cli_format_t fmt)
     cli_remote_t r;
     json_t *job = NULL;
     const char *id;
-    int rc = cli__remote_open(&r, &co);
+    int rc;
 
+    if (run->wait && json_object_get(run->spec, "array")) {
+        fprintf(stderr,
+                "crater: error: --wait: waits for one job, not an array; "
+                "follow an array with `crater get array ID`\n");
+        return CLI_EXIT_USAGE;
+    }
+    rc = cli__remote_open(&r, &co);
     if (rc == CLI_EXIT_OK)
         rc = cli__api(&r, "POST", "/api/v1/jobs", run->spec, &job);
     if (rc == CLI_EXIT_OK) {
         id = json_string_value(json_object_get(job, "id"));
-        fprintf(fmt == CLI_FMT_TEXT && !run->wait ? stdout : stderr,
-                "job %s submitted (%s)\n",
-                id ? id : "?",
-                json_string_value(json_object_get(job, "state"))
-                    ? json_string_value(json_object_get(job, "state"))
-                    : "?");
+        if (fmt == CLI_FMT_TEXT && !run->wait)
+            print_submitted(job);
+        else
+            fprintf(stderr,
+                    "job %s submitted (%s)\n",
+                    id ? id : "?",
+                    json_string_value(json_object_get(job, "state"))
+                        ? json_string_value(json_object_get(job, "state"))
+                        : "?");
         if (run->wait && id)
             rc = run_wait(&r, id, fmt);
         else if (fmt != CLI_FMT_TEXT)
@@ -441,6 +521,7 @@ enum {
     O_STREAM,
     O_REASON,
     O_ATTEMPT,
+    O_ARRAY,
 };
 
 struct get_jobs {
@@ -622,10 +703,49 @@ static int get_one(int argc, char **argv, bool is_job)
     return rc;
 }
 
+/* get array ID: its jobs counted by state. */
+static int get_array(int argc, char **argv)
+{
+    static const char usage[] = "usage: crater get array ID [-o json|yaml]\n"
+                                "An array's jobs counted by state.\n";
+    char path[PATH_LEN], enc[512];
+    cli_common_t co = {0};
+    cli_remote_t r = {0};
+    json_t *a = NULL, *st;
+    const char *k;
+    int rc = id_command(argc, argv, usage, &co, NULL, NULL, &r);
+
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (cli_urlencode(argv[optind], enc, sizeof(enc)) < 0) {
+        cli__remote_close(&r);
+        fprintf(stderr, "crater: error: array id too long\n");
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(path, sizeof(path), "/api/v1/arrays/%s", enc);
+    rc = cli__api(&r, "GET", path, NULL, &a);
+    if (rc == CLI_EXIT_OK && co.fmt != CLI_FMT_TEXT)
+        rc = cli__print_raw(a, co.fmt);
+    else if (rc == CLI_EXIT_OK) {
+        printf("array %s: %lld jobs [%s]",
+               argv[optind],
+               (long long)json_integer_value(json_object_get(a, "count")),
+               json_string_value(json_object_get(a, "indexes"))
+                   ? json_string_value(json_object_get(a, "indexes"))
+                   : "?");
+        json_object_foreach(json_object_get(a, "states"), k, st)
+            printf(", %lld %s", (long long)json_integer_value(st), k);
+        printf("\n");
+    }
+    json_decref(a);
+    cli__remote_close(&r);
+    return rc;
+}
+
 int cli_get(int argc, char **argv)
 {
-    static const char usage[] = "usage: crater get jobs|job ID|nodes|node "
-                                "NAME|profiles [OPTIONS]\n"
+    static const char usage[] = "usage: crater get jobs|job ID|array "
+                                "ID|nodes|node NAME|profiles [OPTIONS]\n"
                                 "Run 'crater get jobs --help' (etc.) for the "
                                 "options.\n";
     const char *what = argc > 1 ? argv[1] : "";
@@ -636,6 +756,8 @@ int cli_get(int argc, char **argv)
         return get_one(argc - 1, argv + 1, true);
     if (!strcmp(what, "profiles"))
         return get_one(argc - 1, argv + 1, false);
+    if (!strcmp(what, "array"))
+        return get_array(argc - 1, argv + 1);
     if (!strcmp(what, "nodes") || !strcmp(what, "node"))
         return cli__get_nodes(argc - 1, argv + 1);
     if (!strcmp(what, "-h") || !strcmp(what, "--help"))
@@ -661,6 +783,7 @@ static int id_command(int argc,
          {"follow", no_argument, NULL, 'f'},
          {"reason", required_argument, NULL, O_REASON},
          {"attempt", required_argument, NULL, O_ATTEMPT},
+         {"array", no_argument, NULL, O_ARRAY},
          {0}};
     int rc =
         cli__parse_opts(argc, argv, "o:hf", opts, usage, co, extra, ctx, 1);
@@ -890,45 +1013,76 @@ int cli_logs(int argc, char **argv)
 /* ---- cancel ---------------------------------------------------------------
  */
 
-static int reason_opt(int c, const char *arg, void *ctx)
+struct cancel {
+    const char *reason;
+    bool array;
+};
+
+static int cancel_opt(int c, const char *arg, void *ctx)
 {
-    if (c != O_REASON)
+    struct cancel *cn = ctx;
+
+    if (c == O_REASON)
+        cn->reason = arg;
+    else if (c == O_ARRAY)
+        cn->array = true;
+    else
         return -1;
-    *(const char **)ctx = arg;
     return 0;
+}
+
+static void print_cancelled(const char *id, const json_t *ans, bool array)
+{
+    const char *st = json_string_value(json_object_get(ans, "state"));
+
+    if (array)
+        printf("array %s: %lld job%s cancelled\n",
+               id,
+               (long long)json_integer_value(json_object_get(ans, "cancelled")),
+               json_integer_value(json_object_get(ans, "cancelled")) == 1
+                   ? ""
+                   : "s");
+    else if (st && !strcmp(st, "cancelled"))
+        printf("job %s cancelled\n", id);
+    else
+        printf("job %s: cancel requested (%s)\n",
+               id,
+               st ? st : "state unknown");
 }
 
 int cli_cancel(int argc, char **argv)
 {
-    static const char usage[] = "usage: crater cancel ID [--reason TEXT]\n"
-                                "Cancel a job: a pending job at once, a "
-                                "running one after its agent\n"
-                                "stops it (SIGTERM, gracePeriod, SIGKILL).\n";
-    const char *reason = NULL, *st;
-    char path[PATH_LEN];
+    static const char usage[] =
+        "usage: crater cancel ID [--reason TEXT]\n"
+        "       crater cancel --array ID [--reason TEXT]\n"
+        "Cancel a job: a pending job at once, a running one after its "
+        "agent\n"
+        "stops it (SIGTERM, gracePeriod, SIGKILL). ID_INDEX names one job "
+        "of an\n"
+        "array (17_5); --array cancels every unfinished job of array ID.\n";
+    struct cancel cn = {0};
+    char path[PATH_LEN], enc[512];
     cli_common_t co = {0};
-    json_t *body = NULL, *job = NULL;
+    json_t *body = NULL, *ans = NULL;
     cli_remote_t r = {0};
-    int rc = id_command(argc, argv, usage, &co, reason_opt, &reason, &r);
+    int rc = id_command(argc, argv, usage, &co, cancel_opt, &cn, &r);
 
-    if (rc == CLI_EXIT_OK)
+    if (rc == CLI_EXIT_OK && !cn.array)
         rc = job_path(argv[optind], "/cancel", path, sizeof(path));
-    if (rc == CLI_EXIT_OK && reason
-        && !(body = json_pack("{ss}", "reason", reason)))
+    if (rc == CLI_EXIT_OK && cn.array
+        && cli_urlencode(argv[optind], enc, sizeof(enc)) == 0)
+        snprintf(path, sizeof(path), "/api/v1/arrays/%s/cancel", enc);
+    if (rc == CLI_EXIT_OK && cn.reason
+        && !(body = json_pack("{ss}", "reason", cn.reason)))
         rc = CLI_EXIT_REJECTED;
     if (rc == CLI_EXIT_OK)
-        rc = cli__api(&r, "POST", path, body, &job);
-    st = json_string_value(json_object_get(job, "state"));
+        rc = cli__api(&r, "POST", path, body, &ans);
     if (rc == CLI_EXIT_OK && co.fmt != CLI_FMT_TEXT)
-        rc = cli__print_raw(job, co.fmt);
-    else if (rc == CLI_EXIT_OK && st && !strcmp(st, "cancelled"))
-        printf("job %s cancelled\n", argv[optind]);
+        rc = cli__print_raw(ans, co.fmt);
     else if (rc == CLI_EXIT_OK)
-        printf("job %s: cancel requested (%s)\n",
-               argv[optind],
-               st ? st : "state unknown");
+        print_cancelled(argv[optind], ans, cn.array);
     json_decref(body);
-    json_decref(job);
+    json_decref(ans);
     cli__remote_close(&r);
     return rc < 0 ? CLI_EXIT_OK : rc;
 }

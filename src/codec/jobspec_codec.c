@@ -1043,6 +1043,32 @@ static int f_workdir(crater_dec_t *d, json_t *v, void *obj)
     return 0;
 }
 
+static int f_array(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_jobspec_t *s = SPEC(obj);
+    crater_error_t e = {0};
+    char *text = NULL;
+    int rc;
+
+    if (!json_is_string(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a string such as \"0-999\" or "
+                               "\"1,3,5-7%%2\", got %s",
+                               crater_dec_typename(v));
+    if (crater_dec_str(d, v, TEXT_LEN, &text) < 0)
+        return -1;
+    free(s->array);
+    s->array = NULL;
+    rc = crater_array_parse(text,
+                            &s->array,
+                            &s->narray,
+                            &s->array_parallelism,
+                            &e);
+    free(text);
+    return rc < 0 ? crater_dec_fail(d, e.errnum, "%s", e.text) : 0;
+}
+
 static const crater_dec_field_t job_fields[] = {
     {"apiVersion", f_api_version, 0},
     {"kind", f_kind, 0},
@@ -1067,6 +1093,7 @@ static const crater_dec_field_t job_fields[] = {
     {"replicas", f_replicas, 0},
     {"gang", f_gang, 0},
     {"after", f_after, 0},
+    {"array", f_array, 0},
     {"inference", f_inference, 0},
     {"command", f_command, 0},
     {"image", f_image, 0},
@@ -1333,6 +1360,12 @@ static int enc_lifecycle(json_t *o, const crater_jobspec_t *s)
     rc |= put(o, "gang", json_boolean(s->gang));
     if (s->after && s->after[0])
         rc |= put(o, "after", j_strv(s->after));
+    if (s->narray) {
+        char *a =
+            crater_array_format(s->array, s->narray, s->array_parallelism);
+        rc |= a ? put(o, "array", json_string(a)) : -1;
+        free(a);
+    }
     if (s->inference.enabled)
         rc |= put(o, "inference", enc_inference(&s->inference));
     return rc;

@@ -66,6 +66,7 @@ void crater_jobspec_destroy(crater_jobspec_t *s)
 {
     if (!s)
         return;
+    free(s->array);
     free(s->name);
     free(s->tenant);
     free(s->priority_class);
@@ -704,4 +705,145 @@ int crater_jobspec_validate(const crater_jobspec_t *spec,
         || check_misc(spec, err) < 0)
         return -1;
     return kb ? check_kb(&spec->resources.gpu, kb, err) : 0;
+}
+
+/* ---- job arrays --------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* One decimal number at *p (advanced); -1 when there is none. */
+static int64_t array_num(const char **p)
+{
+    int64_t v = 0;
+    int digits = 0;
+
+    while (**p >= '0' && **p <= '9' && digits < 9) {
+        v = v * 10 + (**p - '0');
+        (*p)++;
+        digits++;
+    }
+    return digits && !(**p >= '0' && **p <= '9') ? v : -1;
+}
+
+/* One item "N", "N-M" or "N-M:S" at *p, appended to v. */
+static int array_item(const char **p,
+                      uint32_t *v,
+                      size_t *n,
+                      const char *text,
+                      crater_error_t *err)
+{
+    const char *start = *p;
+    int64_t a = array_num(p), b, step = 1;
+
+    b = a;
+    if (a >= 0 && **p == '-') {
+        (*p)++;
+        b = array_num(p);
+    }
+    if (a >= 0 && b >= 0 && **p == ':') {
+        (*p)++;
+        step = array_num(p);
+    }
+    if (a < 0 || b < 0 || step < 1 || (**p && **p != ',' && **p != '%'))
+        return crater_errorf(err,
+                             CRATER_EINVAL,
+                             "'%.60s' is not an array expression (indexes "
+                             "like 0-999, 1,3,5-7 or 0-99:2, then %%P to "
+                             "run at most P at once)",
+                             text);
+    if (b < a)
+        return crater_errorf(err,
+                             CRATER_EINVAL,
+                             "'%.*s': the range ends before it starts",
+                             (int)(*p - start),
+                             start);
+    if (b > CRATER_ARRAY_MAX_INDEX)
+        return crater_errorf(err,
+                             CRATER_ERANGE,
+                             "'%.*s': indexes go up to %d",
+                             (int)(*p - start),
+                             start,
+                             CRATER_ARRAY_MAX_INDEX);
+    for (int64_t i = a; i <= b; i += step) {
+        if (*n == CRATER_ARRAY_MAX)
+            return crater_errorf(err,
+                                 CRATER_ERANGE,
+                                 "an array holds at most %d jobs",
+                                 CRATER_ARRAY_MAX);
+        v[(*n)++] = (uint32_t)i;
+    }
+    return 0;
+}
+
+int crater_array_parse(const char *s,
+                       uint32_t **idx,
+                       size_t *n,
+                       uint32_t *parallelism,
+                       crater_error_t *err)
+{
+    uint32_t *v = malloc(CRATER_ARRAY_MAX * sizeof(*v));
+    const char *p = s;
+    size_t k = 0, m = 0;
+    int64_t par = 0;
+
+    if (!v)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    *n = 0;
+    do {
+        if (p != s)
+            p++; /* the comma */
+        if (array_item(&p, v, &k, s, err) < 0)
+            goto fail;
+    } while (*p == ',');
+    if (*p == '%') {
+        p++;
+        if ((par = array_num(&p)) < 1 || *p) {
+            crater_errorf(err,
+                          CRATER_EINVAL,
+                          "'%.60s': %%P needs a whole number of jobs >= 1",
+                          s);
+            goto fail;
+        }
+    }
+    qsort(v, k, sizeof(*v), cmp_u32);
+    for (size_t i = 0; i < k; i++)
+        if (m == 0 || v[m - 1] != v[i])
+            v[m++] = v[i];
+    *idx = v;
+    *n = m;
+    *parallelism = (uint32_t)par;
+    return 0;
+fail:
+    free(v);
+    return -1;
+}
+
+char *crater_array_format(const uint32_t *idx, size_t n, uint32_t parallelism)
+{
+    size_t cap = n * 18 + 24, len = 0;
+    char *out = malloc(cap);
+
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && idx[j + 1] == idx[j] + 1)
+            j++;
+        len += (size_t)snprintf(out + len,
+                                cap - len,
+                                j > i ? "%s%u-%u" : "%s%u",
+                                i ? "," : "",
+                                idx[i],
+                                idx[j]);
+        i = j + 1;
+    }
+    if (parallelism)
+        snprintf(out + len, cap - len, "%%%u", parallelism);
+    return out;
 }

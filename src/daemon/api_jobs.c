@@ -37,6 +37,26 @@ static uint64_t parse_id(const char *s)
     return *end ? 0 : (uint64_t)v;
 }
 
+/* "17" (a job id) or "17_5" (index 5 of array 17). */
+static djob_t *job_find_text(crater_daemon_t *d, const char *s)
+{
+    const char *us = s ? strchr(s, '_') : NULL;
+    char head[24];
+    uint64_t idx;
+
+    if (!us)
+        return job_find(d, parse_id(s));
+    if ((size_t)(us - s) >= sizeof(head))
+        return NULL;
+    memcpy(head, s, (size_t)(us - s));
+    head[us - s] = '\0';
+    idx = parse_id(us + 1);
+    if (!parse_id(head) || (idx == 0 && strcmp(us + 1, "0") != 0)
+        || idx > UINT32_MAX)
+        return NULL;
+    return array_job(d, parse_id(head), (uint32_t)idx);
+}
+
 /* The job named by {id} if p may see it; otherwise fills a 404. */
 static djob_t *visible_job(crater_daemon_t *d,
                            crater_http_req_t *r,
@@ -44,7 +64,7 @@ static djob_t *visible_job(crater_daemon_t *d,
                            crater_http_resp_t *resp)
 {
     const char *s = crater_http_param(r, "id");
-    djob_t *j = job_find(d, parse_id(s));
+    djob_t *j = job_find_text(d, s);
 
     if (p->role == CRATER_ROLE_AGENT)
         j = NULL;
@@ -59,11 +79,22 @@ static djob_t *visible_job(crater_daemon_t *d,
 }
 
 /* ---- submit ---------------------------------------------------------------
+ *
+ * A body holds one or more Job documents (up to 256); a document with
+ * `array:` becomes one job per index. Everything a request creates is
+ * admitted, numbered (consecutive ids) and written in ONE store
+ * transaction: all of it becomes visible in the commit's callback, or
+ * none of it does. One plain document answers with its job; otherwise
+ * the answer lists the first job of each document, with its array.
  */
 
 typedef struct submit_ctx {
     crater_daemon_t *d;
-    djob_t *j;
+    djob_t **jobs; /* every job created, in id order */
+    size_t njobs;
+    size_t *first; /* index in jobs of each document's first job */
+    size_t ndocs;
+    bool plain; /* one document, no array: answer with the job alone */
     crater_http_pending_t *pend;
 } submit_ctx_t;
 
@@ -75,8 +106,50 @@ static void job_remove(crater_daemon_t *d, djob_t *j)
                     &d->jobs[i + 1],
                     (d->njobs - i - 1) * sizeof(*d->jobs));
             d->njobs--;
+            array_track(d, j, -1);
             return;
         }
+}
+
+static void submit_ctx_free(submit_ctx_t *c)
+{
+    if (!c)
+        return;
+    free(c->jobs);
+    free(c->first);
+    free(c);
+}
+
+/* Take the created jobs out again (not stored). */
+static void submit_undo(crater_daemon_t *d, submit_ctx_t *c)
+{
+    for (size_t i = c->njobs; i-- > 0;) {
+        job_remove(d, c->jobs[i]);
+        job_free(c->jobs[i]);
+    }
+    c->njobs = 0;
+}
+
+static json_t *submit_answer(crater_daemon_t *d, const submit_ctx_t *c)
+{
+    json_t *items;
+
+    if (c->plain)
+        return job_to_json(d, c->jobs[0], true);
+    items = json_array();
+    for (size_t k = 0; k < c->ndocs; k++) {
+        djob_t *j = c->jobs[c->first[k]];
+        json_t *o = job_to_json(d, j, c->ndocs == 1);
+        darray_t *a = j->array_id ? array_find(d, j->array_id) : NULL;
+        if (a)
+            json_object_set_new(o, "array", array_to_json(d, a));
+        if (c->ndocs == 1) {
+            json_decref(items);
+            return o;
+        }
+        json_array_append_new(items, o);
+    }
+    return json_pack("{s:o, s:i}", "items", items, "jobs", (int)c->njobs);
 }
 
 static void submit_done(int rc,
@@ -92,24 +165,26 @@ static void submit_done(int rc,
     (void)rev;
     pthread_mutex_lock(&d->mu);
     if (rc == 0) {
-        c->j->durable = true;
-        queue_push_job(d, c->j);
+        for (size_t i = 0; i < c->njobs; i++) {
+            c->jobs[i]->durable = true;
+            queue_push_job(d, c->jobs[i]);
+        }
         loop_kick(d);
-        crater_http_json(&resp, 201, job_to_json(d, c->j, true));
-        snprintf(loc, sizeof(loc), "/api/v1/jobs/%" PRIu64, c->j->id);
+        crater_http_json(&resp, 201, submit_answer(d, c));
+        snprintf(loc, sizeof(loc), "/api/v1/jobs/%" PRIu64, c->jobs[0]->id);
         resp.location = strdup(loc);
     } else {
-        job_remove(d, c->j);
-        job_free(c->j);
+        submit_undo(d, c);
         api_errorf(&resp,
                    CRATER_EUNAVAIL,
                    NULL,
-                   "job not stored: %s",
+                   "%s not stored: %s",
+                   c->plain ? "job" : "jobs",
                    err ? err->text : "store error");
     }
     crater_http_complete(c->pend, &resp);
     pthread_mutex_unlock(&d->mu);
-    free(c);
+    submit_ctx_free(c);
 }
 
 /* Tenant of a new job: a user's own; an admin's choice (default). */
@@ -190,40 +265,191 @@ static int admit(crater_daemon_t *d,
     return tenant_admit(d, spec->tenant ? spec->tenant : "default", spec, err);
 }
 
+/* name=value in the environment of spec and of its normalised form. */
+static int add_env(crater_jobspec_t *spec,
+                   json_t *norm,
+                   const char *name,
+                   const char *value)
+{
+    crater_kv_t *kv = realloc(spec->env, (spec->nenv + 1) * sizeof(*kv));
+    json_t *env = json_object_get(norm, "env");
+
+    if (!kv)
+        return -1;
+    spec->env = kv;
+    kv[spec->nenv].key = strdup(name);
+    kv[spec->nenv].value = strdup(value);
+    if (!kv[spec->nenv].key || !kv[spec->nenv].value) {
+        free(kv[spec->nenv].key);
+        free(kv[spec->nenv].value);
+        return -1;
+    }
+    spec->nenv++;
+    if (!json_is_object(env)) {
+        env = json_object();
+        json_object_set_new(norm, "env", env);
+    }
+    return json_object_set_new(env, name, json_string(value));
+}
+
+/* The job of one array element (index k of the document's array). */
+static djob_t *array_element(crater_daemon_t *d,
+                             const job_doc_t *doc,
+                             size_t k,
+                             uint64_t array_id,
+                             crater_error_t *err)
+{
+    crater_jobspec_t *spec = NULL;
+    json_t *norm = json_deep_copy(doc->norm);
+    char v[24];
+    crater_dec_t dec;
+    djob_t *j;
+
+    crater_dec_init(&dec, NULL, 0, err);
+    if (!norm || crater_jobspec_decode(&dec, norm, &spec) < 0) {
+        json_decref(norm);
+        if (err->errnum == CRATER_OK)
+            crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    snprintf(v, sizeof(v), "%" PRIu64, array_id);
+    if (add_env(spec, norm, "CRATER_ARRAY_ID", v) < 0
+        || (snprintf(v, sizeof(v), "%" PRIu32, doc->spec->array[k]) < 0)
+        || add_env(spec, norm, "CRATER_ARRAY_INDEX", v) < 0
+        || !(j = new_job(d, spec, norm, err))) {
+        crater_jobspec_destroy(spec);
+        json_decref(norm);
+        if (err->errnum == CRATER_OK)
+            crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    j->array_id = array_id;
+    j->array_index = doc->spec->array[k];
+    return j;
+}
+
+/* Create, number and insert the jobs of one document. */
+static int submit_doc(crater_daemon_t *d,
+                      submit_ctx_t *c,
+                      job_doc_t *doc,
+                      crater_error_t *err)
+{
+    size_t n = doc->spec->narray ? doc->spec->narray : 1;
+    uint64_t first = d->next_id;
+
+    if (admit(d, doc->spec, err) < 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        djob_t *j = doc->spec->narray ? array_element(d, doc, k, first, err)
+                                      : new_job(d, doc->spec, doc->norm, err);
+        if (!j)
+            return -1;
+        if (!doc->spec->narray)
+            doc->spec = NULL, doc->norm = NULL; /* owned by j now */
+        j->id = d->next_id++;
+        job_event(j, j->submitted_ms, JS_PENDING, "submitted");
+        if (job_insert(d, j) < 0) {
+            job_free(j);
+            return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        }
+        c->jobs[c->njobs++] = j;
+        /* the quota counts what this request already created */
+        if (k + 1 < n && doc->spec && admit(d, doc->spec, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static crater_txn_t *submit_txn(crater_daemon_t *d, const submit_ctx_t *c)
+{
+    crater_txn_t *t = crater_txn_create();
+    crater_error_t err;
+    char key[64];
+
+    for (size_t i = 0; t && i < c->njobs; i++) {
+        json_t *v = job_to_store(d, c->jobs[i]);
+        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        int rc = -1;
+        snprintf(key, sizeof(key), KEY_JOBS "%020" PRIu64, c->jobs[i]->id);
+        if (text)
+            rc = crater_txn_put(t, key, text, strlen(text), 0, &err);
+        json_decref(v);
+        free(text);
+        if (rc < 0) {
+            crater_txn_destroy(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static size_t jobs_in(const job_doc_t *docs, size_t n)
+{
+    size_t total = 0;
+
+    for (size_t k = 0; k < n; k++)
+        total += docs[k].spec->narray ? docs[k].spec->narray : 1;
+    return total;
+}
+
 static void submit_locked(crater_daemon_t *d,
                           crater_http_req_t *r,
                           crater_http_resp_t *resp,
-                          crater_jobspec_t *spec,
-                          json_t *norm)
+                          job_doc_t *docs,
+                          size_t ndocs)
 {
     crater_error_t err = {0};
-    submit_ctx_t *c;
-    djob_t *j;
+    size_t total = jobs_in(docs, ndocs);
+    submit_ctx_t *c = calloc(1, sizeof(*c));
+    crater_txn_t *t;
 
-    if (admit(d, spec, &err) < 0 || !(j = new_job(d, spec, norm, &err))) {
-        crater_http_error(resp, &err);
-        crater_jobspec_destroy(spec);
-        json_decref(norm);
-        return;
+    if (c) {
+        c->jobs = calloc(total, sizeof(*c->jobs));
+        c->first = calloc(ndocs, sizeof(*c->first));
     }
-    j->id = d->next_id++;
-    job_event(j, j->submitted_ms, JS_PENDING, "submitted");
-    c = malloc(sizeof(*c));
-    if (!c || job_insert(d, j) < 0) {
-        free(c);
-        job_free(j);
+    if (!c || !c->jobs || !c->first) {
+        submit_ctx_free(c);
         api_errorf(resp, CRATER_ENOMEM, NULL, "out of memory");
         return;
     }
-    *c = (submit_ctx_t){d, j, crater_http_suspend(r)};
-    if (!c->pend || job_save(d, j, submit_done, c) < 0) {
-        if (c->pend) /* the store refused: answer through the pending */
+    c->d = d;
+    c->ndocs = ndocs;
+    c->plain = ndocs == 1 && !docs[0].spec->narray;
+    for (size_t k = 0; k < ndocs; k++) {
+        c->first[k] = c->njobs;
+        if (submit_doc(d, c, &docs[k], &err) < 0) {
+            if (ndocs > 1)
+                crater_errorf_field(&err,
+                                    err.errnum,
+                                    err.field,
+                                    "document %zu: %s (nothing was "
+                                    "submitted)",
+                                    k + 1,
+                                    err.text);
+            submit_undo(d, c);
+            submit_ctx_free(c);
+            crater_http_error(resp, &err);
             return;
-        job_remove(d, j);
-        job_free(j);
-        free(c);
-        api_errorf(resp, CRATER_EUNAVAIL, NULL, "server is shutting down");
+        }
     }
+    c->pend = crater_http_suspend(r);
+    t = c->pend ? submit_txn(d, c) : NULL;
+    if (!t
+        || crater_store_commit_async(d->store, t, submit_done, c, &err) < 0) {
+        if (t) /* the store refused: answer through the pending */
+            return;
+        crater_http_resp_t fail = {0};
+        submit_undo(d, c);
+        if (c->pend) {
+            api_errorf(&fail, CRATER_ENOMEM, NULL, "out of memory");
+            crater_http_complete(c->pend, &fail);
+        } else {
+            api_errorf(resp, CRATER_EUNAVAIL, NULL, "server is shutting down");
+        }
+        submit_ctx_free(c);
+        return;
+    }
+    crater_metric_add(d->m_commits, NULL, 1);
 }
 
 /* Parsing and validating the body (the expensive part) happens outside
@@ -232,9 +458,9 @@ static void submit_locked(crater_daemon_t *d,
 static void h_submit(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
-    crater_jobspec_t *spec = NULL;
     crater_error_t err = {0};
-    json_t *norm = NULL;
+    job_doc_t *docs = NULL;
+    size_t ndocs = 0;
     principal_t p;
     size_t len;
     const char *body = crater_http_body(r, &len);
@@ -245,20 +471,34 @@ static void h_submit(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     pthread_mutex_unlock(&d->mu);
     if (rc < 0)
         return;
-    if (job_parse_body(d, body, len, &spec, &norm, &err) < 0) {
+    if (job_parse_docs(d, body, len, &docs, &ndocs, &err) < 0) {
         crater_http_error(resp, &err);
         return;
     }
-    if (job_tenant(&p, spec, resp) < 0) {
-        crater_jobspec_destroy(spec);
-        json_decref(norm);
+    if (jobs_in(docs, ndocs) > CRATER_ARRAY_MAX) {
+        api_errorf(resp,
+                   CRATER_ERANGE,
+                   "array",
+                   "one request submits at most %d jobs (this one: %zu)",
+                   CRATER_ARRAY_MAX,
+                   jobs_in(docs, ndocs));
+        job_docs_free(docs, ndocs);
         return;
     }
-    if (spec->tenant) /* the stored spec must carry the tenant it runs as */
-        json_object_set_new(norm, "tenant", json_string(spec->tenant));
+    for (size_t k = 0; k < ndocs; k++) {
+        if (job_tenant(&p, docs[k].spec, resp) < 0) {
+            job_docs_free(docs, ndocs);
+            return;
+        }
+        if (docs[k].spec->tenant) /* the stored spec carries its tenant */
+            json_object_set_new(docs[k].norm,
+                                "tenant",
+                                json_string(docs[k].spec->tenant));
+    }
     pthread_mutex_lock(&d->mu);
-    submit_locked(d, r, resp, spec, norm);
+    submit_locked(d, r, resp, docs, ndocs);
     pthread_mutex_unlock(&d->mu);
+    job_docs_free(docs, ndocs);
 }
 
 /* ---- list / get / cancel --------------------------------------------------
@@ -421,6 +661,19 @@ static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     read_job(r, resp, arg, view_full);
 }
 
+void job_cancel(crater_daemon_t *d, djob_t *j, const char *reason)
+{
+    j->cancel_requested = true;
+    if (j->state == JS_PENDING || j->state == JS_LOST
+        || j->state == JS_PREEMPTED)
+        job_set_state(d, j, JS_CANCELLED, reason);
+    else {
+        node_send_stop(d, j, reason);
+        job_event(j, dnow_ms(), j->state, "cancel requested; stopping");
+        job_save(d, j, NULL, NULL);
+    }
+}
+
 static void cancel_job(crater_daemon_t *d,
                        djob_t *j,
                        const char *reason,
@@ -435,15 +688,7 @@ static void cancel_job(crater_daemon_t *d,
                    job_state_name(j->state));
         return;
     }
-    j->cancel_requested = true;
-    if (j->state == JS_PENDING || j->state == JS_LOST
-        || j->state == JS_PREEMPTED)
-        job_set_state(d, j, JS_CANCELLED, reason);
-    else {
-        node_send_stop(d, j, reason);
-        job_event(j, dnow_ms(), j->state, "cancel requested; stopping");
-        job_save(d, j, NULL, NULL);
-    }
+    job_cancel(d, j, reason);
     loop_kick(d);
     crater_http_json(resp, 200, job_to_json(d, j, true));
 }

@@ -306,6 +306,7 @@ const char *crater_daemon_admin_token(const crater_daemon_t *d)
 
 static void free_state(crater_daemon_t *d)
 {
+    free(d->arrays);
     for (size_t i = 0; i < d->njobs; i++)
         job_free(d->jobs[i]);
     free(d->jobs);

@@ -97,8 +97,18 @@ typedef struct djob {
     uint64_t log_expect[2];
     bool log_final;
     bool log_truncated[2];
-    uint64_t seen_epoch; /* considered at this capacity epoch */
+    uint64_t seen_epoch;  /* considered at this capacity epoch */
+    uint64_t array_id;    /* its array (the first job's id); 0 = none */
+    uint32_t array_index; /* its index in the array */
 } djob_t;
+
+/* A job array's running counts (arrays.c). */
+typedef struct darray {
+    uint64_t id;          /* its first job's id */
+    uint32_t count;       /* jobs of it craterd holds */
+    uint32_t active;      /* of those, holding resources */
+    uint32_t parallelism; /* %P: at most this many active; 0 = no cap */
+} darray_t;
 
 typedef struct work_item {
     uint64_t seq;
@@ -167,6 +177,9 @@ struct crater_daemon {
     uint64_t next_id;
     uint64_t running_pending; /* submissions awaiting their commit */
 
+    darray_t *arrays; /* sorted by id */
+    size_t narrays, caparrays;
+
     dnode_t **nodes;
     size_t nnodes, capnodes;
 
@@ -209,7 +222,21 @@ void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason);
 json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full);
 json_t *job_to_store(crater_daemon_t *d, const djob_t *j);
 djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err);
-/* Parse a body (JSON or YAML) into spec + normalised JSON. */
+/* One parsed Job document: the spec and its normalised JSON (owned). */
+typedef struct job_doc {
+    crater_jobspec_t *spec;
+    json_t *norm;
+} job_doc_t;
+/* Every Job document of a body (up to the loader's 256), all or none:
+ * *docs (n of them) freed with job_docs_free(). */
+int job_parse_docs(crater_daemon_t *d,
+                   const char *body,
+                   size_t len,
+                   job_doc_t **docs,
+                   size_t *n,
+                   crater_error_t *err);
+void job_docs_free(job_doc_t *docs, size_t n);
+/* Parse a body (JSON or YAML) of one Job into spec + normalised JSON. */
 int job_parse_body(crater_daemon_t *d,
                    const char *body,
                    size_t len,
@@ -236,6 +263,27 @@ void job_set_state_at(crater_daemon_t *d,
                       job_state_t to,
                       const char *reason,
                       int64_t time_ms);
+
+/* Cancel j (not final): at once when it holds nothing, else through its
+ * agent (SIGTERM, gracePeriod, SIGKILL). */
+void job_cancel(crater_daemon_t *d, djob_t *j, const char *reason);
+
+/* ---- arrays.c -------------------------------------------------------------
+ */
+darray_t *array_find(crater_daemon_t *d, uint64_t id);
+/* j (of an array) enters (+1) or leaves (-1) craterd's job table. */
+void array_track(crater_daemon_t *d, const djob_t *j, int delta);
+/* j moved from state from to state to. */
+void array_moved(crater_daemon_t *d,
+                 const djob_t *j,
+                 job_state_t from,
+                 job_state_t to);
+/* j's array already runs its parallelism cap; err says so. */
+bool array_at_cap(crater_daemon_t *d, const djob_t *j, crater_error_t *err);
+/* The job with index in array array_id, or NULL. */
+djob_t *array_job(crater_daemon_t *d, uint64_t array_id, uint32_t index);
+json_t *array_to_json(crater_daemon_t *d, const darray_t *a);
+int api_arrays_routes(crater_daemon_t *d, crater_error_t *err);
 
 /* ---- nodes.c --------------------------------------------------------------
  */

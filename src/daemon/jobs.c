@@ -90,6 +90,7 @@ int job_insert(crater_daemon_t *d, djob_t *j)
     d->njobs++;
     if (j->id >= d->next_id)
         d->next_id = j->id + 1;
+    array_track(d, j, +1);
     return 0;
 }
 
@@ -353,6 +354,18 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
                                       j->exit_signal,
                                       "oom",
                                       j->oom));
+    if (j->array_id)
+        json_object_set_new(o,
+                            "array",
+                            json_pack("{s:s, s:i}",
+                                      "id",
+                                      "",
+                                      "index",
+                                      (int)j->array_index));
+    if (j->array_id)
+        json_object_set_new(json_object_get(o, "array"),
+                            "id",
+                            json_sprintf("%" PRIu64, j->array_id));
     if (job_state_final(j->state))
         json_object_set_new(o,
                             "logs_complete",
@@ -401,6 +414,14 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
                           "history",
                           j->history);
 
+    if (o && j->array_id)
+        json_object_set_new(o,
+                            "array",
+                            json_pack("{s:I, s:I}",
+                                      "id",
+                                      (json_int_t)j->array_id,
+                                      "index",
+                                      (json_int_t)j->array_index));
     if (o && j->placed)
         json_object_set_new(o, "placement", placement_store(d, &j->pl));
     else if (o && j->ever_placed)
@@ -544,6 +565,10 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     j->oom = oom;
     j->cancel_requested = cancel;
     j->spec_json = json_incref(spec);
+    j->array_id = (uint64_t)json_integer_value(
+        json_object_get(json_object_get(v, "array"), "id"));
+    j->array_index = (uint32_t)json_integer_value(
+        json_object_get(json_object_get(v, "array"), "index"));
     json_decref(j->history);
     j->history = json_incref(hist);
     if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0)
@@ -559,8 +584,43 @@ fail:
     return NULL;
 }
 
-/* A body is a single Job document, JSON or YAML, expanded through the
- * profile registry and decoded and validated like `crater validate`. */
+/* One Job document of doc, expanded through the profile registry and
+ * decoded and validated like `crater validate`. */
+static int parse_doc(crater_daemon_t *d,
+                     crater_doc_t *doc,
+                     size_t i,
+                     crater_jobspec_t **spec,
+                     json_t **norm,
+                     crater_error_t *err)
+{
+    json_t *root = crater_doc_root(doc, i), *job;
+    crater_dec_t dec;
+    int rc = -1;
+
+    *spec = NULL;
+    crater_dec_init(&dec, doc, i, err);
+    if (crater_kind_of(root) != CRATER_KIND_JOB)
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "kind",
+                                   "document %zu: kind: expected Job",
+                                   i + 1);
+    pthread_rwlock_rdlock(&d->prof_lock);
+    job = crater_profiles_expand(d->profiles, &dec, root);
+    pthread_rwlock_unlock(&d->prof_lock);
+    if (job && crater_jobspec_decode(&dec, job, spec) == 0
+        && crater_jobspec_validate(*spec, d->kb, err) == 0) {
+        *norm = crater_jobspec_encode(*spec);
+        rc = *norm ? 0 : crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
+    if (rc < 0) {
+        crater_jobspec_destroy(*spec);
+        *spec = NULL;
+    }
+    json_decref(job);
+    return rc;
+}
+
 int job_parse_body(crater_daemon_t *d,
                    const char *body,
                    size_t len,
@@ -569,42 +629,64 @@ int job_parse_body(crater_daemon_t *d,
                    crater_error_t *err)
 {
     crater_doc_t *doc = NULL;
-    json_t *root, *job = NULL;
-    crater_dec_t dec;
     int rc = -1;
 
     *spec = NULL;
     if (crater_doc_parse(body, len, "body", &doc, err) < 0)
         return -1;
-    if (crater_doc_count(doc) != 1) {
+    if (crater_doc_count(doc) != 1)
         crater_errorf(err,
                       CRATER_EINVAL,
-                      "body holds %zu documents; submit one job per request",
+                      "body holds %zu documents; one is expected here",
                       crater_doc_count(doc));
-        goto out;
-    }
-    root = crater_doc_root(doc, 0);
-    crater_dec_init(&dec, doc, 0, err);
-    if (crater_kind_of(root) != CRATER_KIND_JOB) {
-        crater_errorf_field(err, CRATER_EINVAL, "kind", "kind: expected Job");
-        goto out;
-    }
-    pthread_rwlock_rdlock(&d->prof_lock);
-    job = crater_profiles_expand(d->profiles, &dec, root);
-    pthread_rwlock_unlock(&d->prof_lock);
-    if (!job || crater_jobspec_decode(&dec, job, spec) < 0
-        || crater_jobspec_validate(*spec, d->kb, err) < 0)
-        goto out;
-    *norm = crater_jobspec_encode(*spec);
-    rc = *norm ? 0 : crater_errorf(err, CRATER_ENOMEM, "out of memory");
-out:
-    if (rc < 0) {
-        crater_jobspec_destroy(*spec);
-        *spec = NULL;
-    }
-    json_decref(job);
+    else
+        rc = parse_doc(d, doc, 0, spec, norm, err);
     crater_doc_destroy(doc);
     return rc;
+}
+
+int job_parse_docs(crater_daemon_t *d,
+                   const char *body,
+                   size_t len,
+                   job_doc_t **docs,
+                   size_t *n,
+                   crater_error_t *err)
+{
+    crater_doc_t *doc = NULL;
+    size_t k = 0, nd;
+
+    *docs = NULL;
+    *n = 0;
+    if (crater_doc_parse(body, len, "body", &doc, err) < 0)
+        return -1;
+    nd = crater_doc_count(doc);
+    if (nd == 0 || !(*docs = calloc(nd, sizeof(**docs)))) {
+        crater_errorf(err,
+                      nd ? CRATER_ENOMEM : CRATER_EINVAL,
+                      nd ? "out of memory" : "body holds no document");
+        crater_doc_destroy(doc);
+        return -1;
+    }
+    for (; k < nd; k++)
+        if (parse_doc(d, doc, k, &(*docs)[k].spec, &(*docs)[k].norm, err) < 0)
+            break;
+    crater_doc_destroy(doc);
+    *n = k;
+    if (k == nd)
+        return 0;
+    job_docs_free(*docs, k);
+    *docs = NULL;
+    *n = 0;
+    return -1;
+}
+
+void job_docs_free(job_doc_t *docs, size_t n)
+{
+    for (size_t i = 0; docs && i < n; i++) {
+        crater_jobspec_destroy(docs[i].spec);
+        json_decref(docs[i].norm);
+    }
+    free(docs);
 }
 
 /* ---- persistence and queue ---------------------------------------------- */
@@ -691,6 +773,7 @@ void job_set_state_at(crater_daemon_t *d,
     }
     if (to != JS_PENDING)
         crater_queue_remove(d->queue, j->id, NULL);
+    array_moved(d, j, j->state, to);
     j->state = to;
     job_event(j, now, to, reason);
     job_save(d, j, NULL, NULL);

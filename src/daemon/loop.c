@@ -162,6 +162,7 @@ static void bind_job(crater_daemon_t *d,
     j->pl = *pl;
     j->placed = true;
     j->ever_placed = true;
+    array_moved(d, j, j->state, JS_BOUND);
     j->state = JS_BOUND;
     free(j->last_reason);
     j->last_reason = NULL;
@@ -362,7 +363,7 @@ static void consider(crater_daemon_t *d, djob_t *j)
 
     if (dep < 0)
         job_set_state(d, j, JS_FAILED, err.text);
-    else if (dep == 0)
+    else if (dep == 0 || array_at_cap(d, j, &err))
         unschedulable(d, j, &err);
     else
         schedule_one(d, j);

@@ -331,6 +331,7 @@ static const struct run_opt run_opts[] = {
     {"--env", "env", K_ENV, 0},
     {"--workdir", "workdir", K_STR, 0},
     {"--image", "image", K_STR, 0},
+    {"--array", "array", K_STR, 0},
     {"--wait", "wait", K_FLAG, 0},
     {"--server", "server", K_LOCAL, 0},
     {"--token", "token", K_LOCAL, 0},
@@ -1033,33 +1034,91 @@ static const char *job_gpus(const json_t *job, char *buf, size_t size)
     return int_text(req, buf, size);
 }
 
+/* The array id of a listed job, or NULL. */
+static const char *array_of(const json_t *j)
+{
+    return str_of(json_object_get(j, "array"), "id");
+}
+
+/* Items [i, *end) are the consecutive jobs of one array: the ID column
+ * ("17_[0-999]") and the STATE column with counts ("3 running,997
+ * pending") of the row that stands for them. */
+static void array_row(const json_t *items,
+                      size_t i,
+                      size_t *end,
+                      char *id,
+                      size_t idn,
+                      char *st,
+                      size_t stn)
+{
+    const char *aid = array_of(json_array_get(items, i));
+    struct {
+        const char *name;
+        long n;
+    } by[16] = {{0}};
+    size_t nby = 0, k = i, off = 0;
+    json_int_t lo = -1, hi = -1;
+
+    for (; k < json_array_size(items); k++) {
+        const json_t *j = json_array_get(items, k);
+        const char *s = str_of(j, "state"), *a = array_of(j);
+        json_int_t x = json_integer_value(
+            json_object_get(json_object_get(j, "array"), "index"));
+        size_t b = 0;
+        if (!a || strcmp(a, aid) != 0)
+            break;
+        lo = lo < 0 || x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        while (b < nby && strcmp(by[b].name, s ? s : "?") != 0)
+            b++;
+        if (b == nby && nby < 16)
+            by[nby++].name = s ? s : "?";
+        if (b < nby)
+            by[b].n++;
+    }
+    *end = k;
+    snprintf(id, idn, "%s_[%lld-%lld]", aid, (long long)lo, (long long)hi);
+    st[0] = '\0';
+    for (size_t b = 0; b < nby && off < stn; b++)
+        off += (size_t)snprintf(st + off,
+                                stn - off,
+                                "%s%ld %s",
+                                b ? "," : "",
+                                by[b].n,
+                                by[b].name);
+}
+
 int cli_print_jobs(FILE *fp, const json_t *items, int64_t now_ms)
 {
     static const char *const head[] =
         {"ID", "NAME", "TENANT", "STATE", "PRIORITY", "GPUS", "NODE", "AGE"};
     table_t t = {.ncols = 8};
-    size_t i;
-    json_t *j;
+    size_t i = 0, next;
 
     table_row(&t, head);
-    json_array_foreach(items, i, j)
-    {
-        char prio[32], gpus[32], age[32];
+    for (; i < json_array_size(items); i = next) {
+        const json_t *j = json_array_get(items, i);
+        char prio[32], gpus[32], age[32], aid[64], ast[256];
         const json_t *sub = json_object_get(j, "submitted_ms");
-        const char *row[] = {
-            str_of(j, "id"),
-            str_of(j, "name"),
-            str_of(j, "tenant"),
-            str_of(j, "state"),
-            int_text(json_object_get(j, "priority"), prio, sizeof(prio)),
-            job_gpus(j, gpus, sizeof(gpus)),
-            str_of(json_object_get(j, "placement"), "node"),
-            json_is_integer(sub)
-                ? cli_format_age(now_ms - json_integer_value(sub),
-                                 age,
-                                 sizeof(age))
-                : NULL,
-        };
+        bool arr = array_of(j) && json_array_size(items) > 1;
+        const char *row[8];
+        next = i + 1;
+        if (arr)
+            array_row(items, i, &next, aid, sizeof(aid), ast, sizeof(ast));
+        row[0] = arr ? aid : str_of(j, "id");
+        row[1] = str_of(j, "name");
+        row[2] = str_of(j, "tenant");
+        row[3] = arr ? ast : str_of(j, "state");
+        row[4] = int_text(json_object_get(j, "priority"), prio, sizeof(prio));
+        row[5] = job_gpus(j, gpus, sizeof(gpus));
+        row[6] = arr && next > i + 1
+                     ? "-"
+                     : str_of(json_object_get(j, "placement"), "node");
+        row[7] = json_is_integer(sub)
+                     ? cli_format_age(now_ms - json_integer_value(sub),
+                                      age,
+                                      sizeof(age))
+                     : NULL;
         table_row(&t, row);
     }
     return table_done(&t, fp, "");

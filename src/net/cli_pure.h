@@ -100,7 +100,8 @@ typedef struct cli_run {
  * --grace-period, --gpu (resources.gpu.count), --gpu-mem
  * (resources.gpu.memory), --gpu-model a,b (resources.gpu.model), --cpu,
  * --mem, --disk-iops, --disk-bandwidth, --env K=V (repeatable), --workdir,
- * --image; plus --wait, --server, --token, -o/--output. Options take
+ * --image, --array (array: "0-999%10"); plus --wait, --server, --token,
+ * -o/--output. Options take
  * "--opt VALUE" or "--opt=VALUE". Quantities are checked with the unit
  * parser and sent as written. The built spec is then decoded and
  * validated with the same jobspec decoder the server uses. Every error
@@ -165,7 +166,9 @@ char *cli_format_time(int64_t ms, char *buf, size_t size);
 
 /* Tables: a header row and one row per item, columns separated by at
  * least three spaces, no trailing blanks. items is the API's "items"
- * array. Return 0, or -1 on a write or allocation failure. */
+ * array. Return 0, or -1 on a write or allocation failure. In a list of
+ * jobs, consecutive jobs of one array are one row: ID "17_[0-999]", STATE
+ * counted ("3 running,997 pending"). */
 int cli_print_jobs(FILE *fp, const json_t *items, int64_t now_ms);
 int cli_print_nodes(FILE *fp, const json_t *items);
 int cli_print_top(FILE *fp, const json_t *items);

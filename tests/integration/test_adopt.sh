@@ -15,9 +15,19 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 up=""
 mark=adopt$RANDOM$RANDOM # in every task's argv: pgrep counts only ours
-cleanup() {
+cleanup() { # a failed run leaves no process, cgroup or file behind
     [ -n "$up" ] && kill -9 "$up" 2>/dev/null
     pkill -9 -f "$mark" 2>/dev/null
+    for f in "$tmp"/var/agent-*/tasks/*/task.json; do
+        [ -f "$f" ] || continue
+        g=$(jq -r .cgroup "$f")
+        for _ in 1 2 3 4 5; do # the killed tasks leave their cgroups
+            left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$g" 2>/dev/null)
+            [ -z "$left" ] && break
+            rmdir $left 2>/dev/null
+            sleep 0.1
+        done
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -106,6 +116,24 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -z "$(files logs)" ] && ok || bad "agent log files left: $(files logs)"
+
+# ---- an array through the CLI: one row, a cap, an index per job ----------------------------
+out=$(c run --name arr --array 0-5%2 --cpu 100m --mem 16Mi -- sh -c 'echo index=$CRATER_ARRAY_INDEX; sleep 0.3' "$mark")
+aid=$(echo "$out" | sed -n 's/^array \([0-9]*\) submitted: 6 jobs.*/\1/p')
+[ -n "$aid" ] && ok || bad "crater run --array: '$out'"
+most=0
+for _ in $(seq 1 300); do
+    a=$(c get array "$aid" -o json)
+    r=$(echo "$a" | jq '.states.running // 0 + .states.bound // 0')
+    [ "$r" -gt "$most" ] && most=$r
+    [ "$(echo "$a" | jq '.states.succeeded // 0')" = 6 ] && break
+    sleep 0.05
+done
+[ "$(c get array "$aid" -o json | jq '.states.succeeded')" = 6 ] && ok || bad "array done: $(c get array "$aid")"
+[ "$most" -le 2 ] && ok || bad "array ran $most jobs at once, its cap is 2"
+c get array "$aid" | grep -q "^array $aid: 6 jobs \[0-5%2\], 6 succeeded$" && ok || bad "get array: $(c get array "$aid")"
+[ "$(c logs "${aid}_3")" = "index=3" ] && ok || bad "job 3 of the array: '$(c logs "${aid}_3")'"
+c get jobs | grep -Eq "^${aid}_\[0-5\] +arr +default +6 succeeded " && ok || bad "get jobs: one row for the array: $(c get jobs)"
 
 # ---- kill -9 of crater up with running jobs ---------------------------------------------
 ids=()

@@ -233,6 +233,36 @@ api GET "/api/v1/jobs/$high" "$admin"; expect "a job the agent no longer holds i
 api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=2000" "$agent"
 expect "stray task stopped" 200 '[.items[] | select(.op == "stop" and .job == "999999")] | length == 1'
 
+# ---- several documents in one request; job arrays ------------------------------------
+jobtext() { local name=$1; shift; echo "name: $name"; echo "command: [sleep, '1']"; for l in "$@"; do echo "$l"; done; }
+count_jobs() { api GET "/api/v1/jobs?limit=1000" "$admin"; jq '.items | length' "$tmp/body"; }
+nowhere="nodeSelector: {zone: nowhere}"
+before=$(count_jobs)
+{ jobtext bulk-1 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
+  jobtext bulk-2 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
+  jobtext bulk-3 "$nowhere" "replicas: 2" "resources: {cpu: 1, memory: 1Gi}"; } >"$tmp/multi"
+api POST /api/v1/jobs "$admin" "$tmp/multi"
+expect "one bad document refuses the request" 422 '.field == "replicas" and (.error | test("document 3")) and (.error | test("nothing was submitted"))'
+[ "$(count_jobs)" = "$before" ] && ok || bad "nothing of a refused request was created"
+sed -i 's/replicas: 2/priority: 5/' "$tmp/multi"
+api POST /api/v1/jobs "$admin" "$tmp/multi"
+expect "three documents, one transaction" 201 '(.items | length == 3) and .jobs == 3 and ([.items[].name] == ["bulk-1","bulk-2","bulk-3"]) and ((.items[2].id | tonumber) - (.items[0].id | tonumber) == 2)'
+job "$tmp/arr" arr "$nowhere" 'array: "0-99%5"' "resources: {cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$admin" "$tmp/arr"
+expect "array submitted" 201 '.array.count == 100 and .array.parallelism == 5 and .array.indexes == "0-99%5" and .array.states.pending == 100'
+arr=$(field .id)
+api GET "/api/v1/arrays/$arr" "$admin"; expect "array counts" 200 ".id == \"$arr\" and .count == 100 and .states.pending == 100"
+api GET "/api/v1/arrays/$arr" "$ua"; expect "another tenant's array" 404
+api GET "/api/v1/jobs/${arr}_42" "$admin"
+expect "job 42 of the array" 200 ".array.index == 42 and .array.id == \"$arr\" and .spec.env.CRATER_ARRAY_INDEX == \"42\" and .spec.env.CRATER_ARRAY_ID == \"$arr\" and (.id | tonumber) == $arr + 42"
+api GET "/api/v1/jobs/${arr}_100" "$admin"; expect "no index 100" 404
+api POST "/api/v1/jobs/${arr}_7/cancel" "$admin"; expect "cancel one index" 200 '.state == "cancelled"'
+api POST "/api/v1/arrays/$arr/cancel" "$admin"; expect "cancel the array" 200 '.cancelled == 99 and .states.cancelled == 100'
+job "$tmp/arr" arr2 'array: "9-3"'
+api POST /api/v1/jobs "$admin" "$tmp/arr"; expect "bad array" 400 '.field == "array" and (.error | test("ends before it starts"))'
+{ jobtext big-1 'array: "0-9999"'; echo ---; jobtext big-2 'array: "0"'; } >"$tmp/big"
+api POST /api/v1/jobs "$admin" "$tmp/big"; expect "over 10,000 jobs in one request" 400 '.error | test("at most 10000 jobs")'
+
 stop_craterd && ok || bad "clean stop"
 if grep -q 'Sanitizer' "$craterd_log"; then bad "sanitizer report"; cat "$craterd_log"; else ok; fi
 

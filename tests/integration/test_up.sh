@@ -93,9 +93,15 @@ id=$(submit 'name: sleeper
 command: [sleep, "'"$s30"'"]
 resources: {cpu: 1500m, memory: 96Mi}')
 wait_for 20 "$id" '.state == "running"' && ok || bad "sleeper running"
-cg=""
+# the task's own cgroup: the one holding its pid (another cluster on this
+# machine may have a job with the same id)
+cg="" tpid=""
+until_pid() { for _ in $(seq 1 50); do tpid=$(pgrep -f "^sleep $s30" | head -1); [ -n "$tpid" ] && return; sleep 0.1; done; }
+until_pid
 for d in /sys/fs/cgroup/cpu/crater /sys/fs/cgroup/crater; do
-    for g in "$d"/job-"$id"-1-*; do [ -d "$g" ] && cg=$g; done
+    for g in "$d"/job-"$id"-1-*; do
+        [ -d "$g" ] && [ -n "$tpid" ] && grep -qx "$tpid" "$g/cgroup.procs" 2>/dev/null && cg=$g
+    done
     [ -n "$cg" ] && break
 done
 if [ -z "$cg" ]; then
@@ -103,7 +109,7 @@ if [ -z "$cg" ]; then
 elif [ -f "$cg/cpu.cfs_quota_us" ]; then
     [ "$(cat "$cg/cpu.cfs_quota_us")" = 150000 ] && ok || bad "cpu quota $(cat "$cg/cpu.cfs_quota_us")"
     [ "$(cat "/sys/fs/cgroup/memory/crater/${cg##*/}/memory.limit_in_bytes")" = $((96 * 1048576)) ] && ok || bad "memory limit"
-    grep -qx "$(pgrep -f "sleep $s30" | head -1)" "$cg/cgroup.procs" && ok || bad "task in its cgroup"
+    grep -qx "$tpid" "$cg/cgroup.procs" && ok || bad "task in its cgroup"
 else
     [ "$(cut -d' ' -f1 "$cg/cpu.max")" = 150000 ] && ok || bad "cpu.max $(cat "$cg/cpu.max")"
     [ "$(cat "$cg/memory.max")" = $((96 * 1048576)) ] && ok || bad "memory.max"

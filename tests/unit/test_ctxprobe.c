@@ -26,6 +26,7 @@
 #include "agent/internal.h"
 #include "crater/log.h"
 #include "crater/nvml.h"
+#include "crater/proto.h"
 
 #define MIB (1ull << 20)
 #define CTX (123 * MIB)
@@ -429,10 +430,11 @@ START_TEST(slice_task_gets_largest_overhead)
     crater_error_t err = {0};
     crater_agent_t a;
     atask_t t, *tasks[1];
-    json_t *task, *env;
+    crater_proto_task_t task;
 
     memset(&a, 0, sizeof(a));
     memset(&t, 0, sizeof(t));
+    memset(&task, 0, sizeof(task));
     cfg.scheduler.gpu_context_overhead = 300 * MIB;
     a.cfg = &cfg;
     a.tasks = tasks;
@@ -444,36 +446,30 @@ START_TEST(slice_task_gets_largest_overhead)
     t.ngpus = 2;
     t.gpu[0] = 3, t.gpu[1] = 5;
     t.gpu_bytes[0] = t.gpu_bytes[1] = 1024 * MIB;
-    task = json_pack("{s:{s:b,s:[{s:s,s:I},{s:s,s:I}]}}",
-                     "placement",
-                     "whole_gpus",
-                     0,
-                     "gpus",
-                     "uuid",
-                     UUID0,
-                     "memory_bytes",
-                     (json_int_t)(1024 * MIB),
-                     "uuid",
-                     UUID1,
-                     "memory_bytes",
-                     (json_int_t)(1024 * MIB));
-    env = json_object();
-    ck_assert_msg(agent_slice_setup(&a, &t, task, env, &err) == 0,
-                  "%s",
-                  err.text);
-    ck_assert_str_eq(json_string_value(
-                         json_object_get(env, "CRATER_GPUSLICE_CTX_OVERHEAD")),
+    task.placement.ngpus = 2;
+    task.placement.gpus[0] = (crater_proto_gpu_t){.index = 3,
+                                                  .uuid = UUID0,
+                                                  .memory_bytes = 1024 * MIB};
+    task.placement.gpus[1] = (crater_proto_gpu_t){.index = 5,
+                                                  .uuid = UUID1,
+                                                  .memory_bytes = 1024 * MIB};
+    ck_assert_msg(agent_slice_setup(&a, &t, &task, &err) == 0, "%s", err.text);
+    ck_assert_str_eq(crater_proto_task_getenv(&task,
+                                              "CRATER_GPUSLICE_CTX_OVERHEAD"),
                      "478150656"); /* 456 MiB */
     agent_slice_cleanup(&t);
     /* one GPU not measured: the configured 300 MiB is the larger */
     a.ctx_overhead[5] = 0;
-    ck_assert_int_eq(agent_slice_setup(&a, &t, task, env, &err), 0);
-    ck_assert_str_eq(json_string_value(
-                         json_object_get(env, "CRATER_GPUSLICE_CTX_OVERHEAD")),
+    ck_assert_int_eq(agent_slice_setup(&a, &t, &task, &err), 0);
+    ck_assert_str_eq(crater_proto_task_getenv(&task,
+                                              "CRATER_GPUSLICE_CTX_OVERHEAD"),
                      "314572800");
     agent_slice_cleanup(&t);
-    json_decref(task);
-    json_decref(env);
+    for (size_t i = 0; i < task.nenv; i++) {
+        free(task.env[i].key);
+        free(task.env[i].value);
+    }
+    free(task.env);
 }
 END_TEST
 

@@ -600,6 +600,87 @@ START_TEST(test_quantities)
 }
 END_TEST
 
+/* Issue 11: job arrays. The expression parses to sorted, distinct
+ * indexes and a cap; every malformed form is refused saying why; the
+ * normalised spec carries the canonical text, and decoding it again gives
+ * the same array. */
+static void array_ok(const char *text,
+                     size_t n,
+                     uint32_t first,
+                     uint32_t last,
+                     uint32_t par,
+                     const char *canon)
+{
+    uint32_t *idx = NULL, p = 0;
+    size_t got = 0;
+    crater_error_t err = {0};
+    char *f;
+
+    ck_assert_msg(crater_array_parse(text, &idx, &got, &p, &err) == 0,
+                  "%s: %s",
+                  text,
+                  err.text);
+    ck_assert_uint_eq(got, n);
+    ck_assert_uint_eq(idx[0], first);
+    ck_assert_uint_eq(idx[n - 1], last);
+    ck_assert_uint_eq(p, par);
+    f = crater_array_format(idx, got, p);
+    ck_assert_str_eq(f, canon);
+    free(f);
+    free(idx);
+}
+
+static void array_bad(const char *text, const char *want)
+{
+    uint32_t *idx = NULL, p = 0;
+    size_t got = 0;
+    crater_error_t err = {0};
+
+    ck_assert_int_eq(crater_array_parse(text, &idx, &got, &p, &err), -1);
+    ck_assert_msg(strstr(err.text, want), "%s: '%s'", text, err.text);
+    ck_assert_ptr_null(idx);
+}
+
+START_TEST(test_arrays)
+{
+    crater_jobspec_t *s;
+    json_t *norm;
+
+    array_ok("0-999", 1000, 0, 999, 0, "0-999");
+    array_ok("0-999%10", 1000, 0, 999, 10, "0-999%10");
+    array_ok("7", 1, 7, 7, 0, "7");
+    array_ok("5,1,3-4,1", 4, 1, 5, 0, "1,3-5");
+    array_ok("0-10:5%1", 3, 0, 10, 1, "0,5,10%1");
+    array_ok("0-9999", 10000, 0, 9999, 0, "0-9999");
+    array_bad("", "not an array expression");
+    array_bad("5-2", "'5-2': the range ends before it starts");
+    array_bad("0-10000", "at most 10000 jobs");
+    array_bad("1-x", "not an array expression");
+    array_bad("1,,2", "not an array expression");
+    array_bad("0-9%0", "%P needs a whole number");
+    array_bad("0-9%", "%P needs a whole number");
+    array_bad("0-9:0", "not an array expression");
+    array_bad("-1", "not an array expression");
+    array_bad("1234567890", "not an array expression");
+    array_bad("10000000", "indexes go up to 9999999");
+    decode_fails("array: 5",
+                 CRATER_ETYPE,
+                 "t.yaml:1:1: array: expected a string such as \"0-999\" "
+                 "or \"1,3,5-7%2\", got an integer");
+    decode_fails("array: \"3-1\"",
+                 CRATER_EINVAL,
+                 "t.yaml:1:1: array: '3-1': the range ends before it starts");
+    s = decode_ok("array: \"4,0-2%2\"");
+    ck_assert_uint_eq(s->narray, 4);
+    ck_assert_uint_eq(s->array_parallelism, 2);
+    norm = crater_jobspec_encode(s);
+    ck_assert_str_eq(json_string_value(json_object_get(norm, "array")),
+                     "0-2,4%2");
+    json_decref(norm);
+    crater_jobspec_destroy(s);
+}
+END_TEST
+
 /* Issue 11: a size a person writes needs a unit, in YAML or as a string;
  * a JSON number (the normalised form craterd stores) stays bytes. */
 START_TEST(test_sizes_need_units)
@@ -1572,6 +1653,7 @@ static Suite *jobspec_suite(void)
                         0,
                         (int)(sizeof(bad_files) / sizeof(bad_files[0])));
     tcase_add_test(tc, test_limits);
+    tcase_add_test(tc, test_arrays);
     tcase_add_test(tc, test_env_limit);
     tcase_add_test(tc, test_encode_form);
     tcase_add_loop_test(tc,

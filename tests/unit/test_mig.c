@@ -15,6 +15,7 @@
 
 #include "agent/internal.h"
 #include "crater/nvml.h"
+#include "crater/proto.h"
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
@@ -295,19 +296,6 @@ END_TEST
 
 /* ---- the agent's setup of a mig task ---- */
 
-static json_t *mig_task(bool whole)
-{
-    return json_pack("{s:{s:b},s:{s:{s:{s:s}}}}",
-                     "placement",
-                     "whole_gpus",
-                     whole,
-                     "spec",
-                     "resources",
-                     "gpu",
-                     "isolation",
-                     "mig");
-}
-
 /* Set up t (one GPU, need bytes) in a; CUDA_VISIBLE_DEVICES, or NULL. */
 static const char *start(crater_agent_t *a,
                          atask_t *t,
@@ -316,25 +304,28 @@ static const char *start(crater_agent_t *a,
                          crater_error_t *err)
 {
     static char vis[96];
-    json_t *task = mig_task(whole), *env = json_pack("{s:s}",
-                                                     "CUDA_VISIBLE_DEVICES",
-                                                     "GPU-5eed0000-0000-4000-"
-                                                     "8000-000000000000");
+    crater_proto_task_t task;
+    const char *v;
     int rc;
 
+    memset(&task, 0, sizeof(task));
+    task.placement.whole_gpus = whole;
+    task.limits.gpu_isolation = CRATER_GPU_ISO_MIG;
+    ck_assert_int_eq(crater_proto_task_setenv(&task,
+                                              "CUDA_VISIBLE_DEVICES",
+                                              "GPU-5eed0000-0000-4000-"
+                                              "8000-000000000000"),
+                     0);
     t->job = "j";
     t->state = AT_RUNNING;
     t->ngpus = t->ngpus ? t->ngpus : 1;
     t->gpu_bytes[0] = need;
     a->tasks[a->ntasks++] = t; /* task_start adds it before the setup */
-    rc = agent_slice_setup(a, t, task, env, err);
-    snprintf(vis,
-             sizeof(vis),
-             "%s",
-             json_string_value(json_object_get(env, "CUDA_VISIBLE_DEVICES")));
-    ck_assert_ptr_null(json_object_get(env, "LD_PRELOAD"));
-    json_decref(task);
-    json_decref(env);
+    rc = agent_slice_setup(a, t, &task, err);
+    v = crater_proto_task_getenv(&task, "CUDA_VISIBLE_DEVICES");
+    snprintf(vis, sizeof(vis), "%s", v ? v : "");
+    ck_assert_ptr_null(crater_proto_task_getenv(&task, "LD_PRELOAD"));
+    crater_proto_task_clear(&task);
     return rc == 0 ? vis : NULL;
 }
 
