@@ -132,6 +132,13 @@ api GET "/api/v1/jobs/$ja" "$ua"; expect "output complete" 200 '.logs_complete'
 api GET "/api/v1/jobs/$ja/logs" "$ua"
 [ "$code" = 200 ] && grep -q 'hello from the task' "$tmp/body" && ok || bad "log read"
 api GET "/api/v1/jobs/$ja/logs?attempt=2" "$ua"; expect "no attempt 2" 400 '.field == "attempt"'
+# logs.maxBytes (default 256Mi) cuts a stream and says so at its end
+printf '0123456789AB' >"$tmp/tail"
+api POST "/api/v1/agents/$node/logs/$ja?attempt=1&stream=stdout&offset=268435450" "$agent" "$tmp/tail"
+expect "upload past logs.maxBytes" 200 '.truncated'
+api GET "/api/v1/jobs/$ja/logs?offset=268435450&limit=200" "$ua"
+[ "$(cat "$tmp/body")" = "$(printf '012345\n[crater: output truncated at 268435456 bytes (logs.maxBytes)]')" ] \
+    && ok || bad "truncation note: '$(cat "$tmp/body")'"
 api POST "/api/v1/agents/$node/logs/$ja?attempt=7&stream=stdout&offset=0" "$agent" "$tmp/log"; expect "upload to a future attempt" 400 '.field == "attempt"'
 api POST "/api/v1/jobs/$ja/cancel" "$ua"; expect "cancel finished job" 409
 
