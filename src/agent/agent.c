@@ -539,6 +539,11 @@ static int open_parts(crater_agent_t *a,
     if (!o->hardware)
         a->nvml = crater_nvml_open(NULL, &nerr);
     agent_ctx_overheads(a); /* before the threads: it forks */
+    if (!(a->shim_path = agent_shim_path()))
+        crater_log(LOG_WARNING,
+                   "crater-shim not found (next to this program or "
+                   "$CRATER_SHIM): tasks start under a fork of the agent, "
+                   "a few milliseconds slower");
     return task_user(a, err);
 }
 

@@ -113,6 +113,7 @@ struct crater_agent {
     uid_t uid;
     gid_t gid;
     bool switch_user;
+    const char *shim_path; /* crater-shim, or NULL: fork a shim */
 
     atask_t **tasks;
     size_t ntasks, captasks;
@@ -151,6 +152,9 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
 void task_supervise(crater_agent_t *a, int64_t now);
 int task_add(crater_agent_t *a, atask_t *t);
+/* crater-shim: $CRATER_SHIM, next to this executable, or the build
+ * tree's; NULL when none is there (static storage). */
+const char *agent_shim_path(void);
 /* The messages about t; each borrows t's strings (valid while t lives
  * and a->mu is held). Heartbeat entry of a running task: */
 crater_proto_usage_t task_usage(const atask_t *t);

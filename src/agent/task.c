@@ -3,12 +3,14 @@
  * Start: the limits are computed from the task craterd sent (CPU quota =
  * request x cpuLimitMultiplier, plus burst when asked; memory limit; IO
  * limits from ioProfile on the placed device; cpuset/mems on the NUMA node
- * of its GPUs), the task's cgroup is created, and the agent forks the
- * task's supervisor (the shim, as slurmstepd or containerd-shim): it
- * leaves the agent's session, closes every descriptor it inherited, forks
- * the task, sends its pid back through a pipe, waits for it and writes its
- * wait status to DATA/tasks/<job>.<attempt>/exit (fsync, rename) before it
- * exits. The agent can therefore die and come back: the task keeps
+ * of its GPUs), the task's cgroup is created, and the agent starts the
+ * task's supervisor (the shim, as slurmstepd or containerd-shim): the
+ * crater-shim program through posix_spawn, or a fork of the agent when
+ * that program is missing (taskexec.h: the same code). The shim leaves
+ * the agent's session, closes every descriptor it inherited, forks the
+ * task, sends its pid back through a pipe, waits for it and writes its
+ * wait status to DATA/tasks/<job>.<attempt>/exit (fsync, rename) before
+ * it exits. The agent can therefore die and come back: the task keeps
  * running, its output keeps going to its log files, and the next agent
  * adopts it from its record (taskstate.c) and learns its end from the exit
  * file. The task writes its own pid into the cgroup.procs files (so it is
@@ -30,6 +32,7 @@
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +43,7 @@
 #include <unistd.h>
 
 #include "agent/internal.h"
+#include "agent/taskexec.h"
 #include "crater/log.h"
 
 extern char **environ;
@@ -184,6 +188,7 @@ static void task_limits(crater_agent_t *a,
 /* ---- exec ------------------------------------------------------------------
  */
 
+/* What a start prepares (owned), and the taskexec view of it. */
 typedef struct spawn {
     char **argv, **envp, **procs;
     size_t nprocs;
@@ -194,115 +199,20 @@ typedef struct spawn {
     gid_t gid;
 } spawn_t;
 
-static void child_write_pid(char *const *procs, size_t n)
+static taskexec_t exec_view(const spawn_t *s)
 {
-    char buf[24];
-    int len = 0;
-    pid_t p = getpid();
-    char tmp[24];
-
-    do {
-        tmp[len++] = (char)('0' + p % 10);
-        p /= 10;
-    } while (p > 0);
-    for (int i = 0; i < len; i++)
-        buf[i] = tmp[len - 1 - i];
-    for (size_t i = 0; i < n; i++) {
-        int fd = open(procs[i], O_WRONLY);
-        if (fd >= 0) {
-            if (write(fd, buf, (size_t)len) < 0)
-                _exit(126);
-            close(fd);
-        }
-    }
-}
-
-static void child(const spawn_t *s)
-{
-    sigset_t none;
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
-    int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
-
-    setpgid(0, 0);
-    child_write_pid(s->procs, s->nprocs);
-    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
-        || dup2(err, 2) < 0)
-        _exit(126);
-    close_range(3, ~0U, 0);
-    if (s->dir && chdir(s->dir) < 0)
-        _exit(126);
-    if (s->switch_user
-        && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
-        _exit(126);
-    /* the agent blocks its stop signals and ignores SIGPIPE; a task starts
-     * with neither (both would survive exec) */
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL); /* the shim ignores these */
-    signal(SIGINT, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    execvpe(s->argv[0], s->argv, s->envp);
-    _exit(127);
-}
-
-/* Decimal digits of v (>= 0) at *k in buf. */
-static void put_num(char *buf, size_t *k, int64_t v)
-{
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v > 0);
-    while (n > 0)
-        buf[(*k)++] = tmp[--n];
-}
-
-/* The shim (see the top): a child of the agent; wfd is the pipe that
- * takes the task's pid (-1 when it cannot fork). Never returns. */
-static void shim(const spawn_t *s, int wfd)
-{
-    int status = 0, fd;
-    struct timespec ts;
-    char buf[64];
-    size_t k = 0;
-    pid_t t;
-
-    setsid();
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    if (wfd != 3 && dup2(wfd, 3) < 0)
-        _exit(1);
-    if ((fd = open("/dev/null", O_RDWR)) >= 0)
-        for (int i = 0; i < 3; i++)
-            if (fd != i)
-                dup2(fd, i);
-    close_range(4, ~0U, 0); /* the agent's sockets and files */
-    t = fork();
-    if (t == 0) {
-        close(3);
-        child(s);
-    }
-    if (write(3, &t, sizeof(t)) != sizeof(t) || t < 0)
-        _exit(1);
-    close(3);
-    while (waitpid(t, &status, 0) < 0)
-        if (errno != EINTR)
-            _exit(1);
-    clock_gettime(CLOCK_REALTIME, &ts);
-    put_num(buf, &k, status);
-    buf[k++] = ' ';
-    put_num(buf, &k, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    buf[k++] = '\n';
-    fd = open(s->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, buf, k) != (ssize_t)k || fsync(fd) < 0)
-        _exit(1);
-    close(fd);
-    _exit(rename(s->exit_tmp, s->exit_path) < 0 ? 1 : 0);
+    return (taskexec_t){.argv = s->argv,
+                        .envp = s->envp,
+                        .procs = s->procs,
+                        .nprocs = s->nprocs,
+                        .out = s->out,
+                        .errf = s->errf,
+                        .dir = s->dir,
+                        .exit_tmp = s->exit_tmp,
+                        .exit_path = s->exit_path,
+                        .switch_user = s->switch_user,
+                        .uid = s->uid,
+                        .gid = s->gid};
 }
 
 #define TASK_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -419,23 +329,124 @@ static const char *make_workdir(crater_agent_t *a,
     return t->workdir;
 }
 
-/* Fork the shim; t->pid from its pipe. */
-static int fork_shim(atask_t *t, spawn_t *s, crater_error_t *err)
+const char *agent_shim_path(void)
 {
-    int p[2];
+    static char found[4096];
+    char exe[4096], *slash;
+    const char *env = getenv("CRATER_SHIM");
+    ssize_t n;
+
+    if (env && access(env, X_OK) == 0)
+        return env;
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        if ((slash = strrchr(exe, '/')))
+            *slash = '\0';
+        if (snprintf(found, sizeof(found), "%s/crater-shim", exe)
+                < (int)sizeof(found)
+            && access(found, X_OK) == 0)
+            return found;
+    }
+#ifdef CRATER_SHIM_BUILD_PATH
+    if (access(CRATER_SHIM_BUILD_PATH, X_OK) == 0)
+        return CRATER_SHIM_BUILD_PATH;
+#endif
+    return NULL;
+}
+
+/* crater-shim's argv (crater_shim.c); NULL on ENOMEM. */
+static char **shim_argv(const char *shim, const spawn_t *s)
+{
+    size_t nargs = 0, k = 0;
+    char **v, num[3][24];
+
+    while (s->argv[nargs])
+        nargs++;
+    if (!(v = calloc(10 + s->nprocs + nargs, sizeof(*v))))
+        return NULL;
+    snprintf(num[0],
+             sizeof(num[0]),
+             "%ld",
+             s->switch_user ? (long)s->uid : -1L);
+    snprintf(num[1], sizeof(num[1]), "%ld", (long)s->gid);
+    snprintf(num[2], sizeof(num[2]), "%zu", s->nprocs);
+    v[k++] = (char *)shim;
+    v[k++] = (char *)s->exit_path;
+    v[k++] = (char *)s->out;
+    v[k++] = (char *)s->errf;
+    v[k++] = (char *)(s->dir ? s->dir : "-");
+    for (int i = 0; i < 3; i++)
+        if (!(v[k++] = strdup(num[i]))) {
+            for (size_t j = 5; j < k - 1; j++)
+                free(v[j]);
+            free(v);
+            return NULL;
+        }
+    for (size_t i = 0; i < s->nprocs; i++)
+        v[k++] = s->procs[i];
+    v[k++] = "--";
+    for (size_t i = 0; i < nargs; i++)
+        v[k++] = s->argv[i];
+    return v;
+}
+
+/* posix_spawn crater-shim with wfd as its fd 3; -1 and errno. */
+static pid_t spawn_shim(const char *shim, const spawn_t *s, int wfd)
+{
+    posix_spawn_file_actions_t fa;
+    char **v = shim_argv(shim, s);
+    pid_t pid = -1;
+    int rc;
+
+    if (!v) {
+        errno = ENOMEM;
+        return -1;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, wfd, 3);
+    rc = posix_spawn(&pid, shim, &fa, NULL, v, s->envp);
+    posix_spawn_file_actions_destroy(&fa);
+    for (int i = 5; i < 8; i++)
+        free(v[i]);
+    free(v);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+/* Start the shim (crater-shim, else a fork of this process running the
+ * same code); t->pid from its pipe. */
+static int start_shim(crater_agent_t *a,
+                      atask_t *t,
+                      spawn_t *s,
+                      crater_error_t *err)
+{
+    taskexec_t x = exec_view(s);
+    int p[2], hi;
     ssize_t got;
 
     if (pipe2(p, O_CLOEXEC) < 0)
         return crater_errorf(err, CRATER_EIO, "pipe: %s", strerror(errno));
-    t->shim = fork();
-    if (t->shim == 0) {
+    if (p[1] == 3 && (hi = fcntl(p[1], F_DUPFD_CLOEXEC, 10)) >= 0) {
+        close(p[1]); /* dup2(3, 3) would keep close-on-exec */
+        p[1] = hi;
+    }
+    if (a->shim_path) {
+        t->shim = spawn_shim(a->shim_path, s, p[1]);
+    } else if ((t->shim = fork()) == 0) {
         close(p[0]);
-        shim(s, p[1]);
+        taskexec_shim(&x, p[1], false);
     }
     close(p[1]);
     if (t->shim < 0) {
         close(p[0]);
-        return crater_errorf(err, CRATER_EIO, "fork: %s", strerror(errno));
+        return crater_errorf(err,
+                             CRATER_EIO,
+                             "starting the task's supervisor: %s",
+                             strerror(errno));
     }
     t->shim_child = true;
     while ((got = read(p[0], &t->pid, sizeof(t->pid))) < 0 && errno == EINTR)
@@ -444,7 +455,7 @@ static int fork_shim(atask_t *t, spawn_t *s, crater_error_t *err)
     if (got != sizeof(t->pid) || t->pid <= 0)
         return crater_errorf(err,
                              CRATER_EIO,
-                             "the task's supervisor could not fork it");
+                             "the task's supervisor could not start it");
     t->started_ms = agent_now_ms();
     t->shim_start = taskstate_start_of(t->shim);
     return 0;
@@ -503,7 +514,7 @@ static int do_spawn(crater_agent_t *a,
     if (prepare(a, t, task, s, err) < 0
         || crater_cg_create(a->cg, t->cg, &lim, err) < 0
         || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
-        || fork_shim(t, s, err) < 0)
+        || start_shim(a, t, s, err) < 0)
         goto out;
     if (taskstate_save(a, t, err) < 0) /* the task runs; adoption will not */
         crater_log(LOG_WARNING, "job %s: %s", t->job, err->text);

@@ -1,0 +1,125 @@
+/* taskexec.c - the task's and the shim's code after fork (taskexec.h):
+ * shared by the agent (its fallback, in-process shim) and crater-shim.
+ * Only async-signal-safe calls: both run in children of a multithreaded
+ * process or of a vfork.
+ */
+#include "agent/taskexec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Decimal digits of v (>= 0) at *k in buf. */
+static void put_num(char *buf, size_t *k, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0)
+        buf[(*k)++] = tmp[--n];
+}
+
+static void write_pid(char *const *procs, size_t n)
+{
+    char buf[24];
+    size_t len = 0;
+
+    put_num(buf, &len, (int64_t)getpid());
+    for (size_t i = 0; i < n; i++) {
+        int fd = open(procs[i], O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, buf, len) < 0)
+                _exit(126);
+            close(fd);
+        }
+    }
+}
+
+void taskexec_child(const taskexec_t *s)
+{
+    sigset_t none;
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+
+    setpgid(0, 0);
+    write_pid(s->procs, s->nprocs);
+    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
+        || dup2(err, 2) < 0)
+        _exit(126);
+    close_range(3, ~0U, 0);
+    if (s->dir && chdir(s->dir) < 0)
+        _exit(126);
+    if (s->switch_user
+        && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
+        _exit(126);
+    /* the agent blocks its stop signals and ignores SIGPIPE, the shim
+     * ignores SIGTERM/SIGINT/SIGHUP: a task starts with none of that */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    execvpe(s->argv[0], s->argv, s->envp);
+    _exit(127);
+}
+
+static void write_exit(const taskexec_t *s, int status)
+    __attribute__((noreturn));
+static void write_exit(const taskexec_t *s, int status)
+{
+    struct timespec ts;
+    char buf[64];
+    size_t k = 0;
+    int fd;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    put_num(buf, &k, status);
+    buf[k++] = ' ';
+    put_num(buf, &k, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    buf[k++] = '\n';
+    fd = open(s->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, buf, k) != (ssize_t)k || fsync(fd) < 0)
+        _exit(1);
+    close(fd);
+    _exit(rename(s->exit_tmp, s->exit_path) < 0 ? 1 : 0);
+}
+
+void taskexec_shim(const taskexec_t *s, int wfd, bool vfork_task)
+{
+    int status = 0, fd;
+    pid_t t;
+
+    setsid();
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    if (wfd != 3 && dup2(wfd, 3) < 0)
+        _exit(1);
+    if ((fd = open("/dev/null", O_RDWR)) >= 0)
+        for (int i = 0; i < 3; i++)
+            if (fd != i)
+                dup2(fd, i);
+    close_range(4, ~0U, 0); /* the agent's sockets and files */
+    t = vfork_task ? vfork() : fork();
+    if (t == 0)
+        taskexec_child(s);
+    if (write(3, &t, sizeof(t)) != sizeof(t) || t < 0)
+        _exit(1);
+    close(3);
+    while (waitpid(t, &status, 0) < 0)
+        if (errno != EINTR)
+            _exit(1);
+    write_exit(s, status);
+}

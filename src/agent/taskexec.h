@@ -1,0 +1,45 @@
+/* taskexec.h - starting a task under its shim: the code shared by the
+ * agent (src/agent/task.c) and the crater-shim program
+ * (src/shim/crater_shim.c). Only async-signal-safe calls after a fork.
+ *
+ * The shim (slurmstepd, containerd-shim): leaves the agent's session,
+ * ignores SIGTERM/SIGINT/SIGHUP, keeps only fd 3 (where it writes the
+ * task's pid), starts the task, waits for it and writes "<wait status>
+ * <end time ms>\n" to exit_tmp, fsyncs and renames it to exit_path. The
+ * task: its own process group, its pid written into every cgroup.procs
+ * path (limited before it runs any code of its own), stdin /dev/null,
+ * stdout/stderr to its log files, its working directory, the task user,
+ * an empty signal mask and default dispositions, then execvpe.
+ */
+#ifndef CRATER_AGENT_TASKEXEC_H
+#define CRATER_AGENT_TASKEXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Everything the shim and the task need, prepared before any fork.
+ * Borrowed pointers; the caller keeps them alive. */
+typedef struct taskexec {
+    char *const *argv, *const *envp;
+    char *const *procs; /* cgroup.procs files */
+    size_t nprocs;
+    const char *out, *errf, *dir; /* dir NULL: stay */
+    const char *exit_tmp, *exit_path;
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+} taskexec_t;
+
+/* The task, in a child: never returns (exit 126 when its setup fails,
+ * 127 when it cannot be executed). */
+void taskexec_child(const taskexec_t *s) __attribute__((noreturn));
+
+/* The shim, in a fresh process whose fd wfd takes the task's pid (-1 when
+ * it cannot start it): never returns. vfork_task: start the task with
+ * vfork (cheap in a small process such as crater-shim; a fork of the big
+ * agent process copies its page tables). */
+void taskexec_shim(const taskexec_t *s, int wfd, bool vfork_task)
+    __attribute__((noreturn));
+
+#endif /* CRATER_AGENT_TASKEXEC_H */
