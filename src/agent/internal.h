@@ -46,6 +46,7 @@ typedef struct atask {
     int exit_code, signal;
     bool oom;
     bool stop_requested;
+    bool term_sent; /* SIGTERM reached its process group */
     bool killed;
     int64_t started_ms, ended_ms; /* this machine's clock */
     int64_t kill_at_ms; /* SIGKILL the cgroup at this time; 0 = none */

@@ -553,6 +553,16 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task)
     return 0;
 }
 
+/* SIGTERM to t's process group and cgroup. A task stopped the moment it
+ * started may not have its group yet (its first step, taskexec.c): then
+ * nothing got the signal, and the supervisor tries again each tick. */
+static void term(crater_agent_t *a, atask_t *t)
+{
+    if (t->pid > 0 && kill(-t->pid, SIGTERM) == 0)
+        t->term_sent = true;
+    crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
+}
+
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms)
 {
     int64_t at = agent_now_ms() + (int64_t)grace_ms;
@@ -562,9 +572,7 @@ void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms)
     if (!t->stop_requested || at < t->kill_at_ms)
         t->kill_at_ms = at;
     t->stop_requested = true;
-    if (t->pid > 0)
-        kill(-t->pid, SIGTERM);
-    crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
+    term(a, t);
 }
 
 /* ---- supervision ------------------------------------------------------------
@@ -650,6 +658,8 @@ void task_supervise(crater_agent_t *a, int64_t now)
         atask_t *t = a->tasks[i];
         if (t->state != AT_RUNNING || check_exit(a, t))
             continue;
+        if (t->stop_requested && !t->term_sent && !t->killed)
+            term(a, t);
         if (t->kill_at_ms && now >= t->kill_at_ms && !t->killed) {
             t->killed = true;
             if (t->pid > 0)

@@ -52,6 +52,14 @@ void taskexec_child(const taskexec_t *s)
     int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
     int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
 
+    /* default dispositions first (the shim ignores TERM/INT/HUP): once
+     * this process has its group, a stop signal kills it or waits, blocked
+     * (the agent's thread mask), until the mask is cleared before exec;
+     * it is never ignored */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     setpgid(0, 0);
     write_pid(s->procs, s->nprocs);
     if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
@@ -63,14 +71,9 @@ void taskexec_child(const taskexec_t *s)
     if (s->switch_user
         && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
         _exit(126);
-    /* the agent blocks its stop signals and ignores SIGPIPE, the shim
-     * ignores SIGTERM/SIGINT/SIGHUP: a task starts with none of that */
+    /* the agent blocks its stop signals: a task starts without that */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
     execvpe(s->argv[0], s->argv, s->envp);
     _exit(127);
 }

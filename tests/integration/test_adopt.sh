@@ -2,8 +2,10 @@
 # test_adopt.sh - runtime truth of `crater up` (doc/agent.md "Adoption",
 # "Events"): with heartbeatInterval 60s a running task is `running` in the
 # API at once (events, not heartbeats), with the agent's start time; a
-# task that prints 50 MB is reported finished within a second of its exit
-# and all of its output arrives; kill -9 of `crater up` with running
+# job cancelled the moment it starts gets its SIGTERM (not the grace
+# period's SIGKILL); a task that prints 50 MB is reported finished within
+# a second of its exit and all of its output arrives; an array through the
+# CLI keeps its cap; kill -9 of `crater up` with running
 # jobs, then a restart on the same data directory: every task keeps
 # running exactly once (counted), is adopted, ends with its real exit code
 # and its whole log; after the final Ctrl-C no task process and no task
@@ -91,6 +93,26 @@ job "$id" | jq -e '([.history[] | select(.state == "running")][0].reason | test(
     and .started_ms != null' >/dev/null && ok || bad "started event has the pid and start time"
 c cancel "$id" >/dev/null
 wait_for 30 "$id" '.state == "cancelled"' && ok || bad "minute job cancelled"
+
+# ---- a cancel right after the start still reaches the task (SIGTERM, not the
+# grace period's SIGKILL): ten jobs cancelled as soon as they are submitted
+ids=()
+for k in $(seq 1 10); do
+    printf 'name: quick-cancel\ncommand: [sh, -c, "exec sleep 100", %s]\ngracePeriod: 60s\nresources: {cpu: 100m, memory: 16Mi}\n' "$mark" >"$tmp/q.yaml"
+    q=$(c submit -f "$tmp/q.yaml" -o json | jq -r .id)
+    for _ in $(seq 1 $((k % 4))); do job "$q" >/dev/null; done # vary the moment
+    c cancel "$q" >/dev/null
+    ids+=("$q")
+done
+for q in "${ids[@]}"; do
+    wait_for 20 "$q" '.state == "cancelled"' && ok || bad "job $q cancelled within 20 s (grace 60 s)"
+    job "$q" | jq -e '(.exit == null) or (.exit.signal != 9)' >/dev/null && ok || bad "job $q needed SIGKILL: $(job "$q" | jq -c .exit)"
+done
+
+# the same the moment the API first shows each job running (the window
+# where the task is still joining its process group and cgroup)
+python3 "$src/tests/integration/cancel_race.py" "$url" "$token" 30 "$mark" >"$tmp/race.out" 2>&1 \
+    && ok || { bad "cancel right after the start"; cat "$tmp/race.out"; }
 
 # ---- 50 MB of output: finished at its exit, the bytes follow --------------------------
 id=$(submit big 'head -c 50000000 /dev/zero | tr "\0" x')
