@@ -126,7 +126,9 @@ if [ -z "$seen" ]; then bad "50 MB job did not succeed"; job "$id"; else
     ended=$(job "$id" | jq -r .finished_ms)
     lag=$((seen - ended))
     echo "50 MB job: reported finished ${lag} ms after its task exited"
-    [ "$lag" -lt 1000 ] && ok || bad "reported ${lag} ms after exit (want < 1000)"
+    # not a timing test: before, the state waited for the output, which
+    # shipped at ~0.1 MB/s (50 MB: ~500 s); 10 s is far from both
+    [ "$lag" -lt 10000 ] && ok || bad "reported ${lag} ms after exit: it waited for its output"
 fi
 bytes=$(c logs "$id" | wc -c)
 [ "$bytes" = 50000000 ] && ok || bad "50 MB log: got $bytes bytes"
