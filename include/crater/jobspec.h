@@ -29,6 +29,13 @@
 #define CRATER_JOB_MAX_LIST 64 /* models, after, selectors, tolerations */
 #define CRATER_ARRAY_MAX 10000 /* elements of one job array */
 #define CRATER_ARRAY_MAX_INDEX 9999999
+/* The most one job may ask for (validation): far beyond any node, and
+ * small enough that sums over 10,000 replicas and a whole cluster's jobs
+ * cannot wrap a uint64 (issue 12: a memory request near 2^64 once wrapped
+ * a tenant's quota). */
+#define CRATER_JOB_MAX_MEMORY (1ull << 50)     /* 1 PiB */
+#define CRATER_JOB_MAX_GPU_MEMORY (1ull << 40) /* 1 TiB per GPU */
+#define CRATER_JOB_MAX_CPU_MILLI 1000000000ull /* 1,000,000 cores */
 #define CRATER_JOB_MAX_REPLICAS 10000
 #define CRATER_JOB_MAX_GPUS 64 /* per replica */
 

@@ -206,8 +206,10 @@ static ship_t ship_chunk(
         free(resp);
         return SHIP_ERROR;
     }
-    if (status == 404 || truncated(resp)) {
-        free(resp); /* the job is gone, or craterd keeps no more */
+    if (status == 404 || status == 403 || truncated(resp)) {
+        /* the job is gone, its attempt is not this node's (any more), or
+         * craterd keeps no more */
+        free(resp);
         return SHIP_DONE;
     }
     free(resp);

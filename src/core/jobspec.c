@@ -694,11 +694,42 @@ static int check_priority_class(const crater_jobspec_t *spec,
                                crater_priority_class_list());
 }
 
+/* Requests beyond CRATER_JOB_MAX_*: no node has them, and sums of them
+ * could wrap. */
+static int check_maxima(const crater_resources_t *r, crater_error_t *err)
+{
+    if (r->memory_bytes > CRATER_JOB_MAX_MEMORY)
+        return crater_errorf_field(err,
+                                   CRATER_ERANGE,
+                                   "resources.memory",
+                                   "resources.memory: %llu bytes is more "
+                                   "than 1Pi, the most a job may ask for",
+                                   (unsigned long long)r->memory_bytes);
+    if (r->gpu.memory_bytes > CRATER_JOB_MAX_GPU_MEMORY)
+        return crater_errorf_field(err,
+                                   CRATER_ERANGE,
+                                   "resources.gpu.memory",
+                                   "resources.gpu.memory: %llu bytes is "
+                                   "more than 1Ti, the most a GPU slice "
+                                   "may be",
+                                   (unsigned long long)r->gpu.memory_bytes);
+    if (r->cpu_milli > CRATER_JOB_MAX_CPU_MILLI)
+        return crater_errorf_field(err,
+                                   CRATER_ERANGE,
+                                   "resources.cpu",
+                                   "resources.cpu: %llu millicores is more "
+                                   "than 1000000 cores, the most a job may "
+                                   "ask for",
+                                   (unsigned long long)r->cpu_milli);
+    return 0;
+}
+
 int crater_jobspec_validate(const crater_jobspec_t *spec,
                             const crater_kb_t *kb,
                             crater_error_t *err)
 {
-    if (check_priority_class(spec, err) < 0 || check_replicas(spec, err) < 0
+    if (check_maxima(&spec->resources, err) < 0
+        || check_priority_class(spec, err) < 0 || check_replicas(spec, err) < 0
         || check_gpu(&spec->resources.gpu, err) < 0
         || check_inference(spec, err) < 0
         || check_checkpoint(&spec->checkpoint, err) < 0

@@ -52,14 +52,26 @@ typedef struct usage {
     uint64_t gpus, gpu_mem, cpu, mem;
 } usage_t;
 
+/* a + n * x, saturating at UINT64_MAX: a sum that would wrap counts as
+ * over every quota instead of as almost nothing. */
+static uint64_t add_mul(uint64_t a, uint64_t n, uint64_t x)
+{
+    uint64_t p, r;
+
+    if (__builtin_mul_overflow(n, x, &p) || __builtin_add_overflow(a, p, &r))
+        return UINT64_MAX;
+    return r;
+}
+
 static void spec_usage(const crater_jobspec_t *s, usage_t *u)
 {
     uint64_t n = s->replicas ? s->replicas : 1;
+    uint64_t g = add_mul(0, n, s->resources.gpu.count);
 
-    u->gpus += n * s->resources.gpu.count;
-    u->gpu_mem += n * s->resources.gpu.count * s->resources.gpu.memory_bytes;
-    u->cpu += n * s->resources.cpu_milli;
-    u->mem += n * s->resources.memory_bytes;
+    u->gpus = add_mul(u->gpus, n, s->resources.gpu.count);
+    u->gpu_mem = add_mul(u->gpu_mem, g, s->resources.gpu.memory_bytes);
+    u->cpu = add_mul(u->cpu, n, s->resources.cpu_milli);
+    u->mem = add_mul(u->mem, n, s->resources.memory_bytes);
 }
 
 static int over(crater_error_t *err,
@@ -109,7 +121,7 @@ int tenant_admit(crater_daemon_t *d,
             && strcmp(d->jobs[i]->tenant, tenant) == 0)
             spec_usage(d->jobs[i]->spec, &used);
     spec_usage(spec, &want);
-    if (t->q_gpus && used.gpus + want.gpus > t->q_gpus)
+    if (t->q_gpus && add_mul(used.gpus, 1, want.gpus) > t->q_gpus)
         return over(err,
                     tenant,
                     "resources.gpu.count",
@@ -118,7 +130,7 @@ int tenant_admit(crater_daemon_t *d,
                     used.gpus,
                     want.gpus,
                     -1);
-    if (t->q_gpu_mem && used.gpu_mem + want.gpu_mem > t->q_gpu_mem)
+    if (t->q_gpu_mem && add_mul(used.gpu_mem, 1, want.gpu_mem) > t->q_gpu_mem)
         return over(err,
                     tenant,
                     "resources.gpu.memory",
@@ -127,7 +139,7 @@ int tenant_admit(crater_daemon_t *d,
                     used.gpu_mem,
                     want.gpu_mem,
                     CRATER_DIM_BYTES);
-    if (t->q_cpu && used.cpu + want.cpu > t->q_cpu)
+    if (t->q_cpu && add_mul(used.cpu, 1, want.cpu) > t->q_cpu)
         return over(err,
                     tenant,
                     "resources.cpu",
@@ -136,7 +148,7 @@ int tenant_admit(crater_daemon_t *d,
                     used.cpu,
                     want.cpu,
                     CRATER_DIM_CPU);
-    if (t->q_mem && used.mem + want.mem > t->q_mem)
+    if (t->q_mem && add_mul(used.mem, 1, want.mem) > t->q_mem)
         return over(err,
                     tenant,
                     "resources.memory",

@@ -6,6 +6,7 @@
  * d->mu for the part that reads or changes state. Parsing a body (YAML,
  * JSON) happens outside the lock where the handler allows it.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,34 @@ int api_body_json(crater_http_req_t *r, json_t **out, crater_http_resp_t *resp)
     if (!json_is_object(*out)) {
         json_decref(*out);
         api_errorf(resp, CRATER_ETYPE, NULL, "body: expected a JSON object");
+        return -1;
+    }
+    return 0;
+}
+
+int api_query_offset(crater_http_req_t *r,
+                     const char *name,
+                     uint64_t *out,
+                     crater_http_resp_t *resp)
+{
+    const char *v = crater_http_query(r, name);
+    char *end;
+
+    *out = 0;
+    if (!v)
+        return 0;
+    errno = 0;
+    if (*v >= '0' && *v <= '9')
+        *out = strtoull(v, &end, 10);
+    if (!(*v >= '0' && *v <= '9') || *end || errno
+        || *out > CRATER_API_MAX_OFFSET) {
+        api_errorf(resp,
+                   CRATER_EINVAL,
+                   name,
+                   "%s: '%.40s' is not a byte offset (0 to %llu)",
+                   name,
+                   v,
+                   (unsigned long long)CRATER_API_MAX_OFFSET);
         return -1;
     }
     return 0;

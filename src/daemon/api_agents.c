@@ -666,13 +666,13 @@ static int append_log(const log_up_t *u,
 
 /* Under d->mu: check the request, fill u, count the bytes on j. */
 static djob_t *log_target(crater_daemon_t *d,
+                          dnode_t *n,
                           crater_http_req_t *r,
                           size_t len,
                           log_up_t *u,
                           crater_http_resp_t *resp)
 {
     const char *stream = crater_http_query(r, "stream");
-    const char *off = crater_http_query(r, "offset");
     const char *att = crater_http_query(r, "attempt");
     const char *id = crater_http_param(r, "job");
     djob_t *j = job_find(d, strtoull(id, NULL, 10));
@@ -702,7 +702,19 @@ static djob_t *log_target(crater_daemon_t *d,
                    "stream must be stdout or stderr");
         return NULL;
     }
-    u->off = off ? strtoull(off, NULL, 10) : 0;
+    if (api_query_offset(r, "offset", &u->off, resp) < 0)
+        return NULL;
+    if (!(a == j->attempts && j->ever_placed && j->pl.node == n->sid)
+        && !(a == j->prev_attempt && j->prev_node == n->sid)) {
+        api_errorf(resp,
+                   CRATER_EPERM,
+                   "job",
+                   "attempt %" PRIu32 " of job %s did not run on node %s",
+                   a,
+                   id,
+                   n->name);
+        return NULL;
+    }
     u->limit = d->cfg.logs.max_bytes;
     u->len = len;
     if (u->off >= u->limit)
@@ -730,10 +742,12 @@ static void h_log_upload(crater_http_req_t *r,
     const char *data = crater_http_body(r, &len);
     log_up_t u = {0};
     djob_t *j = NULL;
+    dnode_t *n;
 
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && agent_node(d, r, &p, resp, false))
-        j = log_target(d, r, len, &u, resp);
+    if (api_auth(d, r, resp, &p) == 0
+        && (n = agent_node(d, r, &p, resp, false)))
+        j = log_target(d, n, r, len, &u, resp);
     pthread_mutex_unlock(&d->mu);
     if (!j)
         return;

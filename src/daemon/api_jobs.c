@@ -885,9 +885,8 @@ static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
     const char *stream = crater_http_query(r, "stream");
-    const char *off = crater_http_query(r, "offset");
     const char *lim = crater_http_query(r, "limit");
-    uint64_t o = off ? strtoull(off, NULL, 10) : 0;
+    uint64_t o;
     uint64_t l = lim ? parse_id(lim) : LOG_CHUNK_DEFAULT;
     char path[4096];
     principal_t p;
@@ -896,7 +895,8 @@ static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     djob_t *j;
 
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) < 0 || !(j = visible_job(d, r, &p, resp)))
+    if (api_auth(d, r, resp, &p) < 0 || !(j = visible_job(d, r, &p, resp))
+        || api_query_offset(r, "offset", &o, resp) < 0)
         goto out;
     if (!stream)
         stream = "stdout";

@@ -159,8 +159,17 @@ static int make_token(crater_daemon_t *d,
     if (role == CRATER_ROLE_AGENT)
         rec.node = strdup(scope);
     json_t *v = crater_token_rec_to_json(&rec);
+    crater_token_rec_t check = {0};
 
-    text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    /* what the loader refuses at the next start is refused now (a
+     * tenant 'A' once made craterd unrestartable) */
+    if (!v || crater_token_rec_from_json(v, &check, err) < 0) {
+        json_decref(v);
+        crater_token_rec_free(&rec);
+        return v ? -1 : crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
+    crater_token_rec_free(&check);
+    text = json_dumps(v, JSON_COMPACT);
     json_decref(v);
     snprintf(key, sizeof(key), KEY_TOKENS "%s", rec.hash);
     t = crater_txn_create();

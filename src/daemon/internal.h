@@ -97,9 +97,11 @@ typedef struct djob {
     uint64_t log_expect[2];
     bool log_final;
     bool log_truncated[2];
-    uint64_t seen_epoch;  /* considered at this capacity epoch */
-    uint64_t array_id;    /* its array (the first job's id); 0 = none */
-    uint32_t array_index; /* its index in the array */
+    uint64_t seen_epoch;   /* considered at this capacity epoch */
+    uint32_t prev_attempt; /* the attempt before a requeue, and the node */
+    uint32_t prev_node;    /* it ran on (its output may still arrive) */
+    uint64_t array_id;     /* its array (the first job's id); 0 = none */
+    uint32_t array_index;  /* its index in the array */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -376,6 +378,13 @@ typedef struct api_route {
  * -1 with a 400 in resp for malformed JSON, another field, or a reason
  * that is not a string. */
 int api_body_reason(crater_http_req_t *r, char **out, crater_http_resp_t *resp);
+/* Query parameter name as a byte offset (digits only, at most
+ * CRATER_API_MAX_OFFSET); absent: 0. Fills a 400 naming it otherwise. */
+#define CRATER_API_MAX_OFFSET (1ull << 53)
+int api_query_offset(crater_http_req_t *r,
+                     const char *name,
+                     uint64_t *out,
+                     crater_http_resp_t *resp);
 int api_register(crater_daemon_t *d,
                  const api_route_t *routes,
                  size_t n,

@@ -767,6 +767,10 @@ void job_set_state_at(crater_daemon_t *d,
         crater_queue_remove(d->queue, j->id, NULL);
     }
     if (to == JS_PENDING) {
+        if (j->ever_placed && j->attempts > 1) { /* requeued */
+            j->prev_attempt = j->attempts - 1;
+            j->prev_node = j->pl.node;
+        }
         job_release(d, j);
         j->started_ms = 0;
         queue_push_job(d, j);

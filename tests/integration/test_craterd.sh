@@ -49,6 +49,11 @@ echo "{\"role\":\"agent\",\"node\":\"$node\"}" >"$tmp/t"
 api POST /api/v1/tokens "$admin" "$tmp/t"; agent=$(field .token)
 echo '{"role":"agent","node":"other-node"}' >"$tmp/t"
 api POST /api/v1/tokens "$admin" "$tmp/t"; other=$(field .token)
+# a name the loader would refuse at the next start is refused now
+echo '{"role":"user","tenant":"A"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "token for tenant 'A'" 400 '.field == "tenant" and (.error | test("not a valid name"))'
+echo '{"role":"agent","node":"bad_node"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "token for node 'bad_node'" 400 '.field == "node"'
 echo '{"role":"wizard"}' >"$tmp/t"
 api POST /api/v1/tokens "$admin" "$tmp/t"; expect "bad role" 400 '.field == "role"'
 api GET /api/v1/tokens "$admin"; expect "tokens hashed" 200 "[.items[].hash | length == 64] | all and (tostring | test(\"crt_\") | not)"
@@ -191,6 +196,9 @@ echo '{"quota": {"memory": "4GB/s"}}' >"$tmp/q"
 api PUT /api/v1/tenants/team-a "$admin" "$tmp/q"; expect "quota unit error" 400 '.field == "quota.memory"'
 job "$tmp/j" greedy "resources: {gpu: {count: 2}, cpu: 1, memory: 1Gi}"
 api POST /api/v1/jobs "$ua" "$tmp/j"; expect "over quota" 422 '.field == "resources.gpu.count" and (.error | test("quota"))'
+# a request near 2^64 cannot wrap the tenant's sum
+job "$tmp/j" wrap "resources: {cpu: 1, memory: 18446744072635809792B}"
+api POST /api/v1/jobs "$ua" "$tmp/j"; expect "memory near 2^64" 400 '.field == "resources.memory" and (.error | test("1Pi"))'
 
 # ---- cordon, nodes, resources -----------------------------------------------------
 api GET "/api/v1/resources?filter=type:gpu" "$admin"; expect "gpu resources" 200 '(.items | length == 8) and all(.items[]; .type == "gpu")'
@@ -239,6 +247,20 @@ api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r3"; seq=$(field .seq)
 api GET "/api/v1/jobs/$high" "$admin"; expect "a job the agent no longer holds is requeued" 200 '.state == "pending" or .state == "bound"'
 api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=2000" "$agent"
 expect "stray task stopped" 200 '[.items[] | select(.op == "stop" and .job == "999999")] | length == 1'
+
+# ---- attacks on the agent protocol: another node's agent forges a log --------------
+jq '.node.nodes[0].name = "other-node" | . + {protocol: 2, tasks: []}' "$tmp/r1" >"$tmp/ro"
+api POST "/api/v1/agents/other-node/register" "$other" "$tmp/ro"; expect "other node registers" 200
+printf 'forged\n' >"$tmp/forged"
+api POST "/api/v1/agents/other-node/logs/$ja?attempt=1&stream=stdout&offset=0" "$other" "$tmp/forged"
+expect "log upload for a job of another node" 403 '.field == "job"'
+api GET "/api/v1/jobs/$ja/logs" "$ua"
+grep -q forged "$tmp/body" && bad "the forged log was written" || ok
+for o in -1 abc 1e3 99999999999999999999; do
+    api GET "/api/v1/jobs/$ja/logs?offset=$o" "$ua"; expect "log read offset=$o" 400 '.field == "offset"'
+    api POST "/api/v1/agents/$node/logs/$ja?attempt=1&stream=stdout&offset=$o" "$agent" "$tmp/forged"
+    expect "log upload offset=$o" 400 '.field == "offset"'
+done
 
 # ---- several documents in one request; job arrays ------------------------------------
 jobtext() { local name=$1; shift; echo "name: $name"; echo "command: [sleep, '1']"; for l in "$@"; do echo "$l"; done; }

@@ -641,6 +641,32 @@ static void array_bad(const char *text, const char *want)
     ck_assert_ptr_null(idx);
 }
 
+/* Issue 12: a request near 2^64 once wrapped a tenant's quota sum; every
+ * request has a maximum now, with a clear error naming the field. */
+START_TEST(test_request_maxima)
+{
+    validate_fails("resources: {memory: 18446744072635809792B}",
+                   NULL,
+                   CRATER_ERANGE,
+                   "resources.memory",
+                   "resources.memory: 18446744072635809792 bytes is more "
+                   "than 1Pi, the most a job may ask for");
+    validate_fails("resources: {gpu: {count: 1, memory: 2Ti}}",
+                   NULL,
+                   CRATER_ERANGE,
+                   "resources.gpu.memory",
+                   "resources.gpu.memory: 2199023255552 bytes is more than "
+                   "1Ti, the most a GPU slice may be");
+    validate_fails("resources: {cpu: 1000001}",
+                   NULL,
+                   CRATER_ERANGE,
+                   "resources.cpu",
+                   "resources.cpu: 1000001000 millicores is more than "
+                   "1000000 cores, the most a job may ask for");
+    validate_ok("resources: {memory: 1Pi, cpu: 1000000}");
+}
+END_TEST
+
 START_TEST(test_arrays)
 {
     crater_jobspec_t *s;
@@ -1654,6 +1680,7 @@ static Suite *jobspec_suite(void)
                         (int)(sizeof(bad_files) / sizeof(bad_files[0])));
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_arrays);
+    tcase_add_test(tc, test_request_maxima);
     tcase_add_test(tc, test_env_limit);
     tcase_add_test(tc, test_encode_form);
     tcase_add_loop_test(tc,
