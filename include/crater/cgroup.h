@@ -49,6 +49,7 @@ typedef struct crater_cg_limits {
     const char *cpuset_mems;  /* NULL = inherit */
     crater_cg_io_t io[8];
     size_t nio;
+    uint64_t pids_max; /* 0 = none; pids.max (v1 and v2) */
 } crater_cg_limits_t;
 
 /* Controller bits for crater_cg_controllers(). */

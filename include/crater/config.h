@@ -61,6 +61,7 @@ typedef struct crater_config {
         double cpu_limit_multiplier;       /* agent.cpuLimitMultiplier */
         char *task_user;                   /* agent.taskUser */
         bool allow_root_tasks;             /* agent.allowRootTasks */
+        uint32_t pids_limit;               /* agent.pidsLimit, 0 = none */
     } agent;
     struct {
         uint64_t sampling_interval_ms; /* monitoring.sampling_interval_ms */

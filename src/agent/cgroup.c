@@ -354,14 +354,14 @@ static bool has_word(const char *list, const char *w)
     return false;
 }
 
-/* "+cpu +io +memory +cpuset" for the controllers present. */
+/* "+cpu +io +memory +cpuset +pids" for the controllers present. */
 static void enable_line(unsigned mask, char *buf, size_t n)
 {
-    static const int order[] = {C_CPU, C_IO, C_MEMORY, C_CPUSET};
+    static const int order[] = {C_CPU, C_IO, C_MEMORY, C_CPUSET, C_PIDS};
     size_t i;
 
     buf[0] = '\0';
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < 5; i++)
         if (mask & ctls[order[i]].bit)
             snprintf(buf + strlen(buf),
                      n - strlen(buf),
@@ -879,6 +879,20 @@ static int v1_io(const crater_cgroups_t *cg,
     return 0;
 }
 
+/* pids.max: the same file on v1 and v2. */
+static int pids_max(const crater_cgroups_t *cg,
+                    const char *task,
+                    const crater_cg_limits_t *lim,
+                    crater_error_t *err)
+{
+    char val[32];
+
+    if (!lim->pids_max)
+        return 0;
+    snprintf(val, sizeof(val), "%llu", (unsigned long long)lim->pids_max);
+    return task_write(cg, C_PIDS, task, "pids.max", val, err);
+}
+
 int crater_cg_create(crater_cgroups_t *cg,
                      const char *task,
                      const crater_cg_limits_t *lim,
@@ -893,11 +907,13 @@ int crater_cg_create(crater_cgroups_t *cg,
     if (cg->ver == CRATER_CG_V2)
         rc = v2_cpu(cg, task, lim, err) < 0
              || v2_mem_cpuset(cg, task, lim, err) < 0
-             || v2_io(cg, task, lim, err) < 0;
+             || v2_io(cg, task, lim, err) < 0
+             || pids_max(cg, task, lim, err) < 0;
     else
         rc = v1_cpu(cg, task, lim, err) < 0 || v1_mem(cg, task, lim, err) < 0
              || v1_cpuset(cg, task, lim, err) < 0
-             || v1_io(cg, task, lim, err) < 0;
+             || v1_io(cg, task, lim, err) < 0
+             || pids_max(cg, task, lim, err) < 0;
     if (rc)
         crater_cg_destroy(cg, task, NULL); /* no half-made cgroup left */
     return rc ? -1 : 0;

@@ -152,6 +152,8 @@ static void drop_unavailable(crater_agent_t *a, crater_cg_limits_t *lim)
         lim->cpuset_cpus = lim->cpuset_mems = NULL;
     if (!(c & CRATER_CG_IO))
         lim->nio = 0;
+    if (!(c & CRATER_CG_PIDS))
+        lim->pids_max = 0;
 }
 
 static void task_limits(crater_agent_t *a,
@@ -182,6 +184,7 @@ static void task_limits(crater_agent_t *a,
         lim->cpuset_mems = cpus + strlen(cpus) + 1;
     }
     io_limits(task, lim);
+    lim->pids_max = a->cfg ? a->cfg->agent.pids_limit : 4096;
     drop_unavailable(a, lim);
 }
 

@@ -205,6 +205,10 @@ static const row_t rows[] = {
  NULL, "Unprivileged user that tasks run as."},
 {"agent.allowRootTasks", T_BOOL, F(agent.allow_root_tasks), "false", 0, 0,
  0, NULL, NULL, "Allow taskUser to be root."},
+{"agent.pidsLimit", T_UINT, F(agent.pids_limit), "4096", 0, 4194304, 0, NULL,
+ NULL, "Most processes and threads one task may have at once (the pids "
+ "controller's pids.max): a fork bomb stops there instead of taking the "
+ "node down. 0 = no limit."},
 
 {"monitoring.sampling_interval_ms", T_UINT, F(monitoring.sampling_interval_ms),
  "5000", 100, 3600e3, 0, NULL, NULL,

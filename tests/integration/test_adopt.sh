@@ -61,6 +61,7 @@ kind: Config
 agent:
   heartbeatInterval: 60s
   heartbeatTimeout: 180s
+  pidsLimit: 32
 EOF
 
 start_up() { # start_up NAME: crater up on $tmp/var; sets up, url, token
@@ -113,6 +114,17 @@ done
 # where the task is still joining its process group and cgroup)
 python3 "$src/tests/integration/cancel_race.py" "$url" "$token" 30 "$mark" >"$tmp/race.out" 2>&1 \
     && ok || { bad "cancel right after the start"; cat "$tmp/race.out"; }
+
+# ---- a fork bomb stops at agent.pidsLimit (32 here), not at the node's limit -----
+if [ -d /sys/fs/cgroup/pids ] || grep -qw pids /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+    id=$(submit bomb 'n=0; while [ $n -lt 200 ]; do sleep 60 & n=$((n + 1)); done; echo forked $n')
+    wait_for 30 "$id" '.state == "failed"' && ok || bad "the fork bomb did not fail"
+    for _ in $(seq 1 50); do c logs "$id" --stream stderr 2>/dev/null | grep -qi fork && break; sleep 0.1; done
+    c logs "$id" --stream stderr | grep -qi "fork" && ok || bad "no fork failure in its stderr: $(c logs "$id" --stream stderr)"
+    c logs "$id" | grep -q "forked 200" && bad "200 processes forked under a 32 pids limit" || ok
+else
+    echo "SKIP: no pids controller here"
+fi
 
 # ---- 50 MB of output: finished at its exit, the bytes follow --------------------------
 id=$(submit big 'head -c 50000000 /dev/zero | tr "\0" x')

@@ -507,7 +507,7 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(ea), 8);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 15);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 8);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 9);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
                                          "backend")),
