@@ -101,6 +101,7 @@ static crater_cg_limits_t full_limits(void)
         .cpuset_mems = "0",
         .io = {{8, 0, 1048576, 2097152, 100, 200}},
         .nio = 1,
+        .pids_max = 4096,
     };
     return lim;
 }
@@ -118,9 +119,10 @@ START_TEST(v2_fake_writes_exact_files)
     ck_assert_uint_eq(crater_cg_controllers(cg),
                       CRATER_CG_CPU | CRATER_CG_CPUSET | CRATER_CG_MEMORY
                           | CRATER_CG_IO | CRATER_CG_PIDS);
-    ck_assert_str_eq(get("cgroup.subtree_control"), "+cpu +io +memory +cpuset");
+    ck_assert_str_eq(get("cgroup.subtree_control"),
+                     "+cpu +io +memory +cpuset +pids");
     ck_assert_str_eq(get("crater/cgroup.subtree_control"),
-                     "+cpu +io +memory +cpuset");
+                     "+cpu +io +memory +cpuset +pids");
     ck_assert_msg(crater_cg_create(cg, "job-1.0", &lim, &err) == 0,
                   "%s",
                   err.text);
@@ -132,6 +134,7 @@ START_TEST(v2_fake_writes_exact_files)
                      "8:0 rbps=1048576 wbps=2097152 riops=100 wiops=200");
     ck_assert_str_eq(get("crater/job-1.0/cpuset.cpus"), "0-15");
     ck_assert_str_eq(get("crater/job-1.0/cpuset.mems"), "0");
+    ck_assert_str_eq(get("crater/job-1.0/pids.max"), "4096");
     crater_cg_close(cg);
     rm_fake();
 }
@@ -195,7 +198,7 @@ START_TEST(v2_fake_missing_features)
     fake_v2("memory pids\n", false);
     cg = crater_cg_open(root, "crater", &err);
     ck_assert_ptr_nonnull(cg);
-    ck_assert_str_eq(get("cgroup.subtree_control"), "+memory");
+    ck_assert_str_eq(get("cgroup.subtree_control"), "+memory +pids");
     ck_assert_int_eq(crater_cg_create(cg, "j", &lim, &err), -1);
     ck_assert_int_eq(err.errnum, CRATER_EUNAVAIL);
     ck_assert_str_eq(err.text, "cgroup: the cpu controller is not available");
