@@ -6,10 +6,12 @@
  * Exit codes: 0 clean stop, 1 could not start (the message says why),
  * 2 bad usage.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent/agent.h"
 #include "agent/internal.h"
@@ -19,15 +21,18 @@
 
 static void usage(FILE *fp)
 {
-    fputs("usage: crater-agent --server URL --token TOKEN [--hardware FILE "
+    fputs("usage: crater-agent --server URL --token-file FILE [--hardware FILE "
           "[--node NAME]]\n"
           "                    [--data DIR] [--config FILE]\n"
           "       crater-agent --discover [-o yaml|json] [--node NAME]\n"
           "       crater-agent --measure-context\n\n"
           "  --server URL     craterd (default $CRATER_SERVER or "
           "http://127.0.0.1:7480)\n"
-          "  --token TOKEN    agent token for this node (default "
-          "$CRATER_TOKEN)\n"
+          "  --token-file FILE  agent token for this node, read from FILE\n"
+          "                   (mode 0600; default $CRATER_TOKEN); --token "
+          "TOKEN\n"
+          "                   works too but is scrubbed from the command line\n"
+          "                   and warned about\n"
           "  --hardware FILE  use this hardware file instead of discovery\n"
           "  --node NAME      node name (default: the hostname; required for\n"
           "                   a hardware file holding several nodes)\n"
@@ -42,7 +47,8 @@ static void usage(FILE *fp)
 
 typedef struct flags {
     crater_agent_opts_t o;
-    const char *config;
+    const char *config, *token_file;
+    char token_buf[256];
     bool discover, json, measure;
 } flags_t;
 
@@ -51,6 +57,7 @@ static int parse(int argc, char **argv, flags_t *f)
     static const struct option opts[] = {
         {"server", required_argument, NULL, 's'},
         {"token", required_argument, NULL, 't'},
+        {"token-file", required_argument, NULL, 'T'},
         {"hardware", required_argument, NULL, 'H'},
         {"node", required_argument, NULL, 'n'},
         {"data", required_argument, NULL, 'd'},
@@ -63,14 +70,23 @@ static int parse(int argc, char **argv, flags_t *f)
     };
     int c;
 
-    while ((c = getopt_long(argc, argv, "s:t:H:n:d:c:Do:h", opts, NULL))
+    while ((c = getopt_long(argc, argv, "s:t:T:H:n:d:c:Do:h", opts, NULL))
            != -1) {
         switch (c) {
         case 's':
             f->o.server = optarg;
             break;
-        case 't':
-            f->o.token = optarg;
+        case 't': /* keep a copy; clear it where /proc/PID/cmdline shows it */
+            snprintf(f->token_buf, sizeof(f->token_buf), "%s", optarg);
+            memset(optarg, 'x', strlen(optarg));
+            f->o.token = f->token_buf;
+            fprintf(stderr,
+                    "crater-agent: warning: --token puts the token where "
+                    "every process can read it (/proc/*/cmdline) until this "
+                    "agent clears it; use --token-file or $CRATER_TOKEN\n");
+            break;
+        case 'T':
+            f->token_file = optarg;
             break;
         case 'H':
             f->o.hardware = optarg;
@@ -198,6 +214,39 @@ static int measure_context(void)
     return failed || count == 0 ? 1 : 0;
 }
 
+/* The token from --token-file: its first line. A file others may read is
+ * refused (a token is a password). */
+static int read_token_file(flags_t *f)
+{
+    struct stat st;
+    FILE *fp = fopen(f->token_file, "r");
+
+    if (!fp || fstat(fileno(fp), &st) < 0) {
+        fprintf(stderr,
+                "crater-agent: --token-file: %s: %s\n",
+                f->token_file,
+                strerror(errno));
+        if (fp)
+            fclose(fp);
+        return -1;
+    }
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+        fprintf(stderr,
+                "crater-agent: --token-file: %s is readable by others (mode "
+                "%03o): chmod 600 it\n",
+                f->token_file,
+                (unsigned)(st.st_mode & 0777));
+        fclose(fp);
+        return -1;
+    }
+    if (!fgets(f->token_buf, sizeof(f->token_buf), fp))
+        f->token_buf[0] = '\0';
+    fclose(fp);
+    f->token_buf[strcspn(f->token_buf, "\r\n")] = '\0';
+    f->o.token = f->token_buf;
+    return 0;
+}
+
 static int run(flags_t *f, crater_config_t *cfg)
 {
     crater_error_t err;
@@ -205,6 +254,8 @@ static int run(flags_t *f, crater_config_t *cfg)
 
     if (!f->o.server)
         f->o.server = getenv("CRATER_SERVER");
+    if (f->token_file && read_token_file(f) < 0)
+        return 2;
     if (!f->o.token)
         f->o.token = getenv("CRATER_TOKEN");
     if (!f->o.token || !*f->o.token) {

@@ -41,11 +41,25 @@ agent:
 EOF
 start_craterd "$tmp/data" --config "$tmp/craterd.yaml" || exit 1
 atok=$(c token create --role agent --node small-0 -o json | jq -r .token)
+( umask 077; printf '%s\n' "$atok" >"$tmp/agent.token" )
 start_agent() {
-    "$agentbin" --server "$url" --token "$atok" --hardware "$src/tests/data/hw-small.yaml" \
+    "$agentbin" --server "$url" --token-file "$tmp/agent.token" --hardware "$src/tests/data/hw-small.yaml" \
         --node small-0 --data "$tmp/agent" --config "$tmp/craterd.yaml" 2>>"$tmp/agent.err" &
     apid=$!
 }
+
+# ---- the agent's token: never where tasks can read it -------------------------------
+cp "$tmp/agent.token" "$tmp/open.token"; chmod 644 "$tmp/open.token"
+"$agentbin" --server "$url" --token-file "$tmp/open.token" --hardware "$src/tests/data/hw-small.yaml" \
+    --node small-0 --data "$tmp/agent-x" 2>"$tmp/open.err" && bad "a world-readable token file accepted" \
+    || { grep -q "readable by others" "$tmp/open.err" && ok || bad "token file error: $(cat "$tmp/open.err")"; }
+"$agentbin" --server http://127.0.0.1:1 --token "$atok" --hardware "$src/tests/data/hw-small.yaml" \
+    --node small-0 --data "$tmp/agent-y" 2>"$tmp/argv.err" &
+xpid=$!
+until_ 10 'grep -q "token puts the token" "$tmp/argv.err"' && ok || bad "no warning for --token"
+tr '\0' ' ' </proc/$xpid/cmdline | grep -q -- "$atok" && bad "the token is still in /proc/$xpid/cmdline" || ok
+kill -9 $xpid 2>/dev/null; wait $xpid 2>/dev/null
+
 start_agent
 until_ 10 'test "$(nstate small-0)" = Ready' && ok || { bad "agent registered"; cat "$tmp/agent.err"; }
 
