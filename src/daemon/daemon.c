@@ -214,10 +214,21 @@ int crater_daemon_create_token(crater_daemon_t *d,
 
 static int first_admin(crater_daemon_t *d, crater_error_t *err)
 {
-    char tok[CRATER_TOKEN_LEN + 1];
+    char tok[CRATER_TOKEN_LEN + 1], path[4096];
 
     if (d->ntokens > 0)
         return 0;
+    /* An empty store in a directory where a cluster lived (its admin
+     * token is there) was lost or truncated: starting would be a new,
+     * empty cluster that overwrites the token. */
+    snprintf(path, sizeof(path), "%s/admin.token", d->data_dir);
+    if (access(path, F_OK) == 0)
+        return crater_errorf(err,
+                             CRATER_EEXIST,
+                             "%s: empty store beside an admin.token (the "
+                             "store was lost): restore crater.db, or move "
+                             "the directory away",
+                             d->data_dir);
     if (make_token(d, CRATER_ROLE_ADMIN, NULL, tok, sizeof(tok), err) < 0
         || write_token_file(d->data_dir, "admin.token", tok, err) < 0)
         return -1;

@@ -11,7 +11,9 @@
 # without a kill: all are acknowledged and listed, every earlier job is
 # still there, and all ids are unique (the id counter survived the crash).
 # Every clean shutdown (SIGTERM) must exit 0 without a sanitizer report,
-# including the first start of a fresh data directory (phase 3).
+# including the first start of a fresh data directory (phase 3). A store
+# truncated to zero bytes beside its admin.token is refused at start with a
+# clear error and the token is kept (phase 4).
 #
 # Only bash, curl and coreutils: the JSON is compact, so "id" and "name"
 # are read with grep.
@@ -175,6 +177,17 @@ stop_daemon restart2
 # ---- phase 3: first start of a fresh data directory, clean shutdown ----------
 start_daemon "$tmp/fresh" fresh
 stop_daemon fresh
+
+# ---- phase 4: a store truncated to zero bytes is refused, not a new cluster --
+tok_before=$(cat "$tmp/fresh/admin.token")
+: >"$tmp/fresh/crater.db"
+rm -f "$tmp/fresh/crater.db-wal" "$tmp/fresh/crater.db-shm"
+if "$craterd" --data "$tmp/fresh" --listen 127.0.0.1:0 >"$tmp/zero.out" 2>"$tmp/zero.err"; then
+    fail "craterd started on a zero-length store"
+fi
+grep -q "empty store beside an admin.token" "$tmp/zero.err" "$tmp/zero.out" \
+    || fail "no clear error for the zero-length store: $(cat "$tmp/zero.err")"
+[ "$(cat "$tmp/fresh/admin.token")" = "$tok_before" ] || fail "admin.token was overwritten"
 
 echo "test_crash: $((SECONDS - t_start)) s, $nfail failed"
 if [ "$nfail" -ne 0 ]; then exit 1; fi
