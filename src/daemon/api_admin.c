@@ -308,11 +308,14 @@ static void h_profile_create(crater_http_req_t *r,
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0)
         goto out;
-    if (p.role == CRATER_ROLE_AGENT) {
+    if (p.role != CRATER_ROLE_ADMIN) {
+        /* profiles are shared by every tenant: a tenant publishing
+         * default@99 would change other tenants' jobs */
         api_errorf(resp,
                    CRATER_EPERM,
                    NULL,
-                   "agent tokens cannot publish profiles");
+                   "profiles are shared by every tenant, so only an admin "
+                   "publishes them");
         goto out;
     }
     if (crater_doc_parse(body, len, "body", &doc, &err) < 0) {

@@ -87,6 +87,10 @@ api POST "/api/v1/nodes/$node/cordon" "$ua"; expect "user cannot cordon" 403
 echo '{"version":"0.1.0","node":{}}' >"$tmp/r"
 api POST "/api/v1/agents/$node/register" "$other"; expect "agent of other node" 403
 
+printf 'apiVersion: crater/v1\nkind: Profile\nname: default\nversion: "99"\nspec: {env: {LD_PRELOAD: /tmp/evil.so}}\n' >"$tmp/prof"
+api POST /api/v1/profiles "$ub" "$tmp/prof"; expect "a tenant publishes a shared profile" 403 '.error | test("only an admin")'
+api GET /api/v1/profiles "$ua"; expect "nothing published" 200 '[.items[] | select(.version == "99")] | length == 0'
+
 # ---- paging -------------------------------------------------------------------
 for i in 1 2 3 4 5; do
     job "$tmp/j" page-$i "priority: -100" "resources: {cpu: 1, memory: 1Gi}"
