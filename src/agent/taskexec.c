@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,26 @@ static void write_pid(char *const *procs, size_t n)
     }
 }
 
+/* "crater: WHAT ARG: REASON\n" on fd 2 (the task's stderr log), then
+ * _exit(code): a task that cannot start says why in its own log. */
+static void fail(const char *what, const char *arg, int e, int code)
+    __attribute__((noreturn));
+static void fail(const char *what, const char *arg, int e, int code)
+{
+    const char *why = e == ENOENT    ? "no such file or directory"
+                      : e == EACCES  ? "permission denied"
+                      : e == ENOTDIR ? "not a directory"
+                      : e == EPERM   ? "operation not permitted"
+                      : e == ENOEXEC ? "not an executable format"
+                                     : "system error";
+    const char *parts[] = {"crater: ", what, " ", arg, ": ", why, "\n"};
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (write(2, parts[i], strlen(parts[i])) < 0)
+            break;
+    _exit(code);
+}
+
 void taskexec_child(const taskexec_t *s)
 {
     sigset_t none;
@@ -67,15 +88,15 @@ void taskexec_child(const taskexec_t *s)
         _exit(126);
     close_range(3, ~0U, 0);
     if (s->dir && chdir(s->dir) < 0)
-        _exit(126);
+        fail("cannot enter the working directory", s->dir, errno, 126);
     if (s->switch_user
         && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
-        _exit(126);
+        fail("cannot switch to the task user of", s->argv[0], errno, 126);
     /* the agent blocks its stop signals: a task starts without that */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     execvpe(s->argv[0], s->argv, s->envp);
-    _exit(127);
+    fail("cannot execute", s->argv[0], errno, errno == ENOENT ? 127 : 126);
 }
 
 static void write_exit(const taskexec_t *s, int status)

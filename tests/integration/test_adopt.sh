@@ -115,6 +115,18 @@ done
 python3 "$src/tests/integration/cancel_race.py" "$url" "$token" 30 "$mark" >"$tmp/race.out" 2>&1 \
     && ok || { bad "cancel right after the start"; cat "$tmp/race.out"; }
 
+# ---- a task that cannot start says why in its own log ---------------------------------
+printf 'name: nodir\ncommand: ["true", %s]\nworkdir: /nonexistent-%s\nresources: {cpu: 100m, memory: 16Mi}\n' "$mark" "$mark" >"$tmp/n.yaml"
+id=$(c submit -f "$tmp/n.yaml" -o json | jq -r .id)
+wait_for 20 "$id" '.state == "failed" and .exit.code == 126' && ok || bad "missing workdir: exit 126"
+[ "$(c logs "$id" --stream stderr)" = "crater: cannot enter the working directory /nonexistent-$mark: no such file or directory" ] \
+    && ok || bad "missing workdir reason: '$(c logs "$id" --stream stderr)'"
+printf 'name: nocmd\ncommand: [no-such-command-%s]\nresources: {cpu: 100m, memory: 16Mi}\n' "$mark" >"$tmp/n.yaml"
+id=$(c submit -f "$tmp/n.yaml" -o json | jq -r .id)
+wait_for 20 "$id" '.state == "failed" and .exit.code == 127' && ok || bad "missing command: exit 127"
+c logs "$id" --stream stderr | grep -q "^crater: cannot execute no-such-command-$mark: no such file or directory$" \
+    && ok || bad "missing command reason: '$(c logs "$id" --stream stderr)'"
+
 # ---- a fork bomb stops at agent.pidsLimit (32 here), not at the node's limit -----
 if [ -d /sys/fs/cgroup/pids ] || grep -qw pids /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
     id=$(submit bomb 'n=0; while [ $n -lt 200 ]; do sleep 60 & n=$((n + 1)); done; echo forked $n')
