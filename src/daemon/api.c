@@ -236,3 +236,55 @@ int api_add_routes(crater_daemon_t *d, crater_error_t *err)
                ? -1
                : 0;
 }
+
+/* ---- answers after the commit ---------------------------------------------
+ */
+
+typedef struct ack {
+    crater_daemon_t *d;
+    crater_http_pending_t *pend;
+    crater_http_resp_t resp; /* the answer, sent once the state is stored */
+} ack_t;
+
+static void ack_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
+{
+    ack_t *a = arg;
+
+    (void)rev;
+    if (rc != 0) {
+        free(a->resp.body);
+        free(a->resp.location);
+        free(a->resp.headers);
+        a->resp = (crater_http_resp_t){0};
+        api_errorf(&a->resp,
+                   CRATER_EUNAVAIL,
+                   NULL,
+                   "not stored: %s",
+                   err ? err->text : "store error");
+    }
+    crater_http_complete(a->pend, &a->resp);
+    free(a);
+}
+
+void api_answer_when_stored(crater_daemon_t *d,
+                            crater_http_req_t *r,
+                            crater_http_resp_t *resp,
+                            djob_t *j)
+{
+    ack_t *a;
+
+    if (resp->status >= 300 || !(a = calloc(1, sizeof(*a))))
+        return; /* an error, or no memory: answer now */
+    if (!(a->pend = crater_http_suspend(r))) {
+        free(a);
+        return;
+    }
+    a->d = d;
+    a->resp = *resp; /* takes its buffers */
+    *resp = (crater_http_resp_t){.status = 200};
+    if (job_save(d, j, ack_done, a) < 0) { /* the callback never runs */
+        crater_error_t e = {0};
+        crater_errorf(&e, CRATER_EUNAVAIL, "the store is closing");
+        ack_done(-1, 0, &e, a);
+    }
+}

@@ -436,12 +436,16 @@ static void submit_locked(crater_daemon_t *d,
     t = c->pend ? submit_txn(d, c) : NULL;
     if (!t
         || crater_store_commit_async(d->store, t, submit_done, c, &err) < 0) {
-        if (t) /* the store refused: answer through the pending */
-            return;
+        /* the store takes t even when it refuses, and then never calls
+         * submit_done: answer here */
         crater_http_resp_t fail = {0};
         submit_undo(d, c);
         if (c->pend) {
-            api_errorf(&fail, CRATER_ENOMEM, NULL, "out of memory");
+            api_errorf(&fail,
+                       t ? CRATER_EUNAVAIL : CRATER_ENOMEM,
+                       NULL,
+                       t ? "not stored: the store is closing"
+                         : "out of memory");
             crater_http_complete(c->pend, &fail);
         } else {
             api_errorf(resp, CRATER_EUNAVAIL, NULL, "server is shutting down");
@@ -709,6 +713,7 @@ static void h_cancel(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                  *why ? ": " : "",
                  why);
         cancel_job(d, j, reason, resp);
+        api_answer_when_stored(d, r, resp, j);
     }
     pthread_mutex_unlock(&d->mu);
     free(why);

@@ -178,6 +178,39 @@ stop_daemon restart2
 start_daemon "$tmp/fresh" fresh
 stop_daemon fresh
 
+# ---- phase 5: acknowledged cancels survive kill -9 ----------------------------
+# 300 pending jobs (no node exists), cancelled 16 at a time; craterd gets
+# kill -9 once 150 were answered, with more in flight; every job whose
+# cancel was answered 200 must be cancelled after the restart.
+start_daemon "$tmp/cancel" cancel
+tok=$(cat "$tmp/cancel/admin.token")
+for f in 1 2; do
+    for i in $(seq 1 150); do
+        printf -- '---\nname: c%s-%s\ncommand: ["true"]\nresources: {cpu: 1, memory: 1Mi}\n' "$f" "$i"
+    done >"$tmp/cancel-$f.yaml"
+    curl -s -H "Authorization: Bearer $tok" --data-binary @"$tmp/cancel-$f.yaml" "$url/api/v1/jobs" >"$tmp/cancel-$f.json"
+done
+jq -r '.items[].id' "$tmp/cancel-1.json" "$tmp/cancel-2.json" >"$tmp/cancel-ids"
+[ "$(wc -l <"$tmp/cancel-ids")" = 300 ] || fail "300 jobs not submitted: $(head -c 300 "$tmp/cancel-1.json")"
+xargs -P 16 -I{} sh -c 'c=$(curl -s -o /dev/null -w "%{http_code}" -X POST -H "Authorization: Bearer '"$tok"'" "'"$url"'/api/v1/jobs/{}/cancel"); [ "$c" = 200 ] && echo {}' \
+    <"$tmp/cancel-ids" >"$tmp/cancel-acked" &
+xpid=$!
+for _ in $(seq 600); do # kill -9 in the middle of the cancels
+    [ "$(wc -l <"$tmp/cancel-acked")" -ge 150 ] && break
+    sleep 0.01
+done
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=''
+wait "$xpid" || true
+start_daemon "$tmp/cancel" cancel2
+undone=0
+while read -r id; do
+    st=$(curl -s -H "Authorization: Bearer $tok" "$url/api/v1/jobs/$id" | jq -r .state)
+    [ "$st" = cancelled ] || undone=$((undone + 1))
+done <"$tmp/cancel-acked"
+echo "phase 5: $(wc -l <"$tmp/cancel-acked") cancels acknowledged, $undone undone after kill -9"
+[ "$undone" = 0 ] || fail "$undone acknowledged cancels were undone by kill -9"
+stop_daemon cancel2
+
 # ---- phase 4: a store truncated to zero bytes is refused, not a new cluster --
 tok_before=$(cat "$tmp/fresh/admin.token")
 : >"$tmp/fresh/crater.db"
