@@ -33,12 +33,16 @@
  * waits for a free connection for at most RCONN_WAIT_S seconds (EUNAVAIL).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "crater/log.h"
 #include "crater/store.h"
@@ -276,6 +280,40 @@ static int open_db(const char *path,
     }
     sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(*db, 0);
+    return 0;
+}
+
+/* The database and its WAL files are the cluster's specs and token
+ * hashes: 0600 whatever the umask, or an earlier version, left (SQLite
+ * gives the -wal and -shm files it creates the database file's mode). */
+static int tighten_modes(const char *path, crater_error_t *err)
+{
+    static const char *const suffix[] = {"-wal", "-shm"};
+    char side[4200];
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0 || fchmod(fd, 0600) < 0) {
+        crater_errorf_field(err,
+                            CRATER_EIO,
+                            "store",
+                            "%s: %s",
+                            path,
+                            strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(side, sizeof(side), "%s%s", path, suffix[i]);
+        if (chmod(side, 0600) < 0 && errno != ENOENT)
+            return crater_errorf_field(err,
+                                       CRATER_EIO,
+                                       "store",
+                                       "%s: %s",
+                                       side,
+                                       strerror(errno));
+    }
     return 0;
 }
 
@@ -1286,6 +1324,8 @@ static int setup_writer(sq_t *s, bool no_sync, crater_error_t *err)
     int64_t schema = 0;
     int rc;
 
+    if (tighten_modes(s->path, err) < 0)
+        return -1;
     if (open_db(s->path,
                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                 &s->wdb,

@@ -175,7 +175,15 @@ echo "phase 2: acked $acked2 of 200, listed $total (want $((present + 200))), ne
 stop_daemon restart2
 
 # ---- phase 3: first start of a fresh data directory, clean shutdown ----------
+# an existing world-readable store (an older version, a loose umask) is
+# made 0600 with its WAL files: it holds every spec and token hash
 start_daemon "$tmp/fresh" fresh
+stop_daemon fresh
+chmod 644 "$tmp/fresh/crater.db"
+start_daemon "$tmp/fresh" fresh
+for f in "$tmp"/fresh/crater.db*; do
+    [ "$(stat -c %a "$f")" = 600 ] || fail "$f is mode $(stat -c %a "$f"), want 600"
+done
 stop_daemon fresh
 
 # ---- phase 5: acknowledged cancels survive kill -9 ----------------------------

@@ -260,6 +260,9 @@ api POST "/api/v1/agents/other-node/logs/$ja?attempt=1&stream=stdout&offset=0" "
 expect "log upload for a job of another node" 403 '.field == "job"'
 api GET "/api/v1/jobs/$ja/logs" "$ua"
 grep -q forged "$tmp/body" && bad "the forged log was written" || ok
+# a heartbeat listing 5,000 invented tasks is refused whole (at most 4096)
+jq -n '{util: {cpu: 0.1, memory: 0.1, disk: 0, gpus: []}, tasks: [range(5000) | {job: (. + 100000 | tostring), attempt: 1, usage: {cpu_millis: 1, memory_bytes: 1}}]}' >"$tmp/fat"
+api POST "/api/v1/agents/other-node/heartbeat" "$other" "$tmp/fat"; expect "5,000 fake tasks in a heartbeat" 413 '.field | test("tasks")'
 for o in -1 abc 1e3 99999999999999999999; do
     api GET "/api/v1/jobs/$ja/logs?offset=$o" "$ua"; expect "log read offset=$o" 400 '.field == "offset"'
     api POST "/api/v1/agents/$node/logs/$ja?attempt=1&stream=stdout&offset=$o" "$agent" "$tmp/forged"
