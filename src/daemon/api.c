@@ -268,9 +268,10 @@ static void ack_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
 
 void api_answer_when_stored(crater_daemon_t *d,
                             crater_http_req_t *r,
-                            crater_http_resp_t *resp,
-                            djob_t *j)
+                            crater_http_resp_t *resp)
 {
+    crater_txn_t *t;
+    crater_error_t e = {0};
     ack_t *a;
 
     if (resp->status >= 300 || !(a = calloc(1, sizeof(*a))))
@@ -282,9 +283,10 @@ void api_answer_when_stored(crater_daemon_t *d,
     a->d = d;
     a->resp = *resp; /* takes its buffers */
     *resp = (crater_http_resp_t){.status = 200};
-    if (job_save(d, j, ack_done, a) < 0) { /* the callback never runs */
-        crater_error_t e = {0};
-        crater_errorf(&e, CRATER_EUNAVAIL, "the store is closing");
-        ack_done(-1, 0, &e, a);
-    }
+    /* an empty transaction: the writer commits in order, so when its
+     * callback runs every write queued before it is on disk */
+    if (!(t = crater_txn_create()))
+        crater_errorf(&e, CRATER_ENOMEM, "out of memory");
+    if (!t || crater_store_commit_async(d->store, t, ack_done, a, &e) < 0)
+        ack_done(-1, 0, &e, a); /* the callback never runs */
 }

@@ -238,6 +238,7 @@ static void h_tenant_put(crater_http_req_t *r,
                      NULL,
                      NULL);
     crater_http_json(resp, 200, tenant_json(t));
+    api_answer_when_stored(d, r, resp);
 out:
     json_decref(body);
     pthread_mutex_unlock(&d->mu);
@@ -328,8 +329,10 @@ static void h_profile_create(crater_http_req_t *r,
                    CRATER_EINVAL,
                    "kind",
                    "body must be one document with kind: Profile");
-    else
+    else {
         profile_add(d, crater_doc_root(doc, 0), doc, resp);
+        api_answer_when_stored(d, r, resp);
+    }
 out:
     crater_doc_destroy(doc);
     pthread_mutex_unlock(&d->mu);

@@ -713,7 +713,7 @@ static void h_cancel(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                  *why ? ": " : "",
                  why);
         cancel_job(d, j, reason, resp);
-        api_answer_when_stored(d, r, resp, j);
+        api_answer_when_stored(d, r, resp);
     }
     pthread_mutex_unlock(&d->mu);
     free(why);

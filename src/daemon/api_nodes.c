@@ -127,6 +127,7 @@ static void set_cordon(crater_http_req_t *r,
                            n->reason));
     loop_kick(d);
     crater_http_json(resp, 200, node_to_json(d, n));
+    api_answer_when_stored(d, r, resp);
 out:
     free(why);
     pthread_mutex_unlock(&d->mu);

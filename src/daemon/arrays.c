@@ -220,7 +220,6 @@ static void h_array(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 typedef struct cancel_arg {
     const char *reason;
     uint32_t n;
-    djob_t *last; /* the last one cancelled: its commit is the answer's */
 } cancel_arg_t;
 
 static void cancel_one(crater_daemon_t *d, djob_t *j, void *arg)
@@ -231,7 +230,6 @@ static void cancel_one(crater_daemon_t *d, djob_t *j, void *arg)
         return;
     job_cancel(d, j, c->reason);
     c->n++;
-    c->last = j;
 }
 
 static void h_array_cancel(crater_http_req_t *r,
@@ -240,7 +238,7 @@ static void h_array_cancel(crater_http_req_t *r,
 {
     crater_daemon_t *d = arg;
     char reason[256], *why = NULL;
-    cancel_arg_t c = {reason, 0, NULL};
+    cancel_arg_t c = {reason, 0};
     principal_t p;
     darray_t *a;
     json_t *o;
@@ -258,8 +256,7 @@ static void h_array_cancel(crater_http_req_t *r,
         o = array_to_json(d, a);
         json_object_set_new(o, "cancelled", json_integer(c.n));
         crater_http_json(resp, 200, o);
-        if (c.last) /* commits run in order: the last one's means all */
-            api_answer_when_stored(d, r, resp, c.last);
+        api_answer_when_stored(d, r, resp);
     }
     pthread_mutex_unlock(&d->mu);
     free(why);

@@ -378,14 +378,14 @@ typedef struct api_route {
  * -1 with a 400 in resp for malformed JSON, another field, or a reason
  * that is not a string. */
 int api_body_reason(crater_http_req_t *r, char **out, crater_http_resp_t *resp);
-/* Send resp (a success the handler filled) only once j's record, as it
- * is now, is on disk: a state change is acknowledged after its commit, as
- * a submission is. Call under d->mu after the change; an error resp is
- * left to answer at once. */
+/* Send resp (a success the handler filled) only once every write queued
+ * so far (the handler's own, through the store's async commits) is on
+ * disk: a state change is acknowledged after its commit, as a submission
+ * is. Call under d->mu after the change; an error resp is answered at
+ * once. */
 void api_answer_when_stored(crater_daemon_t *d,
                             crater_http_req_t *r,
-                            crater_http_resp_t *resp,
-                            djob_t *j);
+                            crater_http_resp_t *resp);
 /* Query parameter name as a byte offset (digits only, at most
  * CRATER_API_MAX_OFFSET); absent: 0. Fills a 400 naming it otherwise. */
 #define CRATER_API_MAX_OFFSET (1ull << 53)
