@@ -42,6 +42,7 @@
 #define KEY_TOKENS "/crater/tokens/"
 #define KEY_TENANTS "/crater/tenants/"
 #define KEY_PROFILES "/crater/profiles/"
+#define KEY_QUARANTINE "/crater/quarantine" /* + the key of a bad row */
 
 typedef enum job_state {
     JS_PENDING,
@@ -177,6 +178,7 @@ struct crater_daemon {
     djob_t **jobs; /* sorted by id */
     size_t njobs, capjobs;
     uint64_t next_id;
+    uint64_t quarantined;     /* rows set aside at start (persist.c) */
     uint64_t running_pending; /* submissions awaiting their commit */
 
     darray_t *arrays; /* sorted by id */

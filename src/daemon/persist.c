@@ -61,6 +61,40 @@ typedef int (*load_f)(crater_daemon_t *d,
                       const char *key,
                       crater_error_t *err);
 
+/* A row that cannot be loaded is moved to KEY_QUARANTINE + its key (one
+ * transaction) and reported; the rest of the cluster starts. */
+static int quarantine(crater_daemon_t *d,
+                      const crater_skv_t *kv,
+                      const crater_error_t *why)
+{
+    char qkey[1024];
+    crater_error_t err = {0};
+    crater_txn_t *t = crater_txn_create();
+    int rc;
+
+    snprintf(qkey, sizeof(qkey), KEY_QUARANTINE "%s", kv->key);
+    rc = t && crater_txn_put(t, qkey, kv->value, kv->len, 0, &err) == 0
+                 && crater_txn_delete(t, kv->key, &err) == 0
+                 && crater_store_commit(d->store, t, NULL, &err) == 0
+             ? 0
+             : -1;
+    crater_txn_destroy(t);
+    if (strncmp(kv->key, KEY_JOBS, strlen(KEY_JOBS)) == 0) {
+        /* its id stays used: no later job takes it */
+        uint64_t id = strtoull(kv->key + strlen(KEY_JOBS), NULL, 10);
+        if (id >= d->next_id)
+            d->next_id = id + 1;
+    }
+    crater_log(LOG_ERR,
+               "store: %s cannot be loaded (%s): %s %s",
+               kv->key,
+               why->text,
+               rc == 0 ? "moved to" : "left in place; could not move it to",
+               qkey);
+    d->quarantined++;
+    return 0;
+}
+
 static int load_prefix(crater_daemon_t *d,
                        const char *prefix,
                        load_f fn,
@@ -83,6 +117,8 @@ static int load_prefix(crater_daemon_t *d,
         else
             rc = fn(d, v, l.items[i].key, err);
         json_decref(v);
+        if (rc < 0 && err->errnum != CRATER_ENOMEM)
+            rc = quarantine(d, &l.items[i], err);
     }
     crater_skv_list_free(&l);
     return rc;

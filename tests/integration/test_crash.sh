@@ -13,7 +13,8 @@
 # Every clean shutdown (SIGTERM) must exit 0 without a sanitizer report,
 # including the first start of a fresh data directory (phase 3). A store
 # truncated to zero bytes beside its admin.token is refused at start with a
-# clear error and the token is kept (phase 4).
+# clear error and the token is kept (phase 4). A row that cannot be loaded
+# is set aside and reported while the rest of the cluster starts (phase 6).
 #
 # Only bash, curl and coreutils: the JSON is compact, so "id" and "name"
 # are read with grep.
@@ -218,6 +219,34 @@ done <"$tmp/cancel-acked"
 echo "phase 5: $(wc -l <"$tmp/cancel-acked") cancels acknowledged, $undone undone after kill -9"
 [ "$undone" = 0 ] || fail "$undone acknowledged cancels were undone by kill -9"
 stop_daemon cancel2
+
+# ---- phase 6: a row that cannot be loaded is set aside, the rest starts -----
+start_daemon "$tmp/q" q1
+tok=$(cat "$tmp/q/admin.token")
+for i in 1 2 3; do
+    printf 'name: q%s\ncommand: ["true"]\nresources: {cpu: 1, memory: 1Mi}\n' "$i" \
+        | curl -s -o /dev/null -H "Authorization: Bearer $tok" --data-binary @- "$url/api/v1/jobs"
+done
+stop_daemon q1
+python3 - "$tmp/q/crater.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("UPDATE kv SET value = CAST('{\"id\": \"two\"}' AS BLOB) WHERE key LIKE '/crater/jobs/%2'").rowcount
+db.commit()
+sys.exit(0 if n == 1 else 1)
+PY
+start_daemon "$tmp/q" q2
+grep -q "crater/jobs/.*2 cannot be loaded" "$tmp/q2.err" "$tmp/q2.out" || fail "the bad row is not reported"
+for i in 1 3; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "$url/api/v1/jobs/$i")" = 200 ] \
+        || fail "job $i did not survive a bad neighbour"
+done
+printf 'name: q4\ncommand: ["true"]\nresources: {cpu: 1, memory: 1Mi}\n' \
+    | curl -s -H "Authorization: Bearer $tok" --data-binary @- "$url/api/v1/jobs" >"$tmp/q4.json"
+[ "$(jq -r .id "$tmp/q4.json")" = 4 ] || fail "the set-aside job's id was reused: $(cat "$tmp/q4.json")"
+stop_daemon q2
+start_daemon "$tmp/q" q3 # the quarantine is not loaded again
+stop_daemon q3
 
 # ---- phase 4: a store truncated to zero bytes is refused, not a new cluster --
 tok_before=$(cat "$tmp/fresh/admin.token")
