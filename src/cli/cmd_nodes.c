@@ -252,15 +252,50 @@ static json_t *token_body(const struct token_req *t)
     return b;
 }
 
+/* crater token revoke HASH */
+static int token_revoke(int argc, char **argv, const char *usage)
+{
+    static const struct option opts[] = {CLI_REMOTE_LONGOPTS, {0}};
+    char path[512];
+    cli_common_t co = {0};
+    cli_remote_t r = {0};
+    json_t *res = NULL;
+    int rc =
+        cli__parse_opts(argc, argv, "o:h", opts, usage, &co, NULL, NULL, 1);
+
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (strlen(argv[optind]) != 64
+        || strspn(argv[optind], "0123456789abcdef") != 64) {
+        fprintf(stderr,
+                "crater: error: '%s' is not a token hash (64 hex digits, "
+                "as `crater token create -o json` and GET /api/v1/tokens "
+                "show)\n",
+                argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(path, sizeof(path), "/api/v1/tokens/%s", argv[optind]);
+    if ((rc = cli__remote_open(&r, &co)) == CLI_EXIT_OK)
+        rc = cli__api(&r, "DELETE", path, NULL, &res);
+    if (rc == CLI_EXIT_OK && co.fmt != CLI_FMT_TEXT)
+        rc = cli__print_raw(res, co.fmt);
+    else if (rc == CLI_EXIT_OK)
+        printf("token %.12s... revoked\n", argv[optind]);
+    json_decref(res);
+    cli__remote_close(&r);
+    return rc;
+}
+
 int cli_token(int argc, char **argv)
 {
     static const char usage[] =
         "usage: crater token create --role admin|user|agent [--tenant T]\n"
         "                           [--name N] [--node NODE] [-o json|yaml]\n"
+        "       crater token revoke HASH\n"
         "Create an API token (admin only). user tokens need --tenant, agent\n"
         "tokens --node. The token is printed once; the server keeps only "
         "its\n"
-        "hash.\n";
+        "hash. revoke: the token with that hash stops working at once.\n";
     static const struct option opts[] =
         {CLI_REMOTE_LONGOPTS,
          {"role", required_argument, NULL, O_ROLE},
@@ -275,6 +310,8 @@ int cli_token(int argc, char **argv)
     const char *tok;
     int rc;
 
+    if (argc >= 2 && strcmp(argv[1], "revoke") == 0)
+        return token_revoke(argc - 1, argv + 1, usage);
     if (argc < 2 || strcmp(argv[1], "create") != 0)
         return cli__usage(usage,
                           argc > 1

@@ -49,7 +49,14 @@ static void h_token_create(crater_http_req_t *r,
     if (!scope)
         scope = json_string_value(json_object_get(body, "node"));
     /* make_token commits synchronously: never under d->mu */
-    if (crater_daemon_create_token(d, role, scope, tok, sizeof(tok), &err)
+    if (crater_daemon_create_token_named(d,
+                                         role,
+                                         scope,
+                                         json_string_value(
+                                             json_object_get(body, "name")),
+                                         tok,
+                                         sizeof(tok),
+                                         &err)
         < 0) {
         crater_http_error(resp, &err);
         goto out;
@@ -87,6 +94,84 @@ static void h_token_list(crater_http_req_t *r,
         crater_http_json(resp, 200, json_pack("{s:o}", "items", items));
     }
     pthread_mutex_unlock(&d->mu);
+}
+
+/* The token record with this hash, and how many admin tokens there are;
+ * caller holds d->mu. */
+static dtoken_t *token_by_hash(crater_daemon_t *d,
+                               const char *hash,
+                               size_t *admins)
+{
+    dtoken_t *found = NULL;
+
+    *admins = 0;
+    for (size_t i = 0; i < d->ntokens; i++) {
+        *admins += d->tokens[i]->rec.role == CRATER_ROLE_ADMIN;
+        if (hash && strcmp(d->tokens[i]->rec.hash, hash) == 0)
+            found = d->tokens[i];
+    }
+    return found;
+}
+
+static void token_forget(crater_daemon_t *d, const char *hash)
+{
+    for (size_t i = 0; i < d->ntokens; i++)
+        if (strcmp(d->tokens[i]->rec.hash, hash) == 0) {
+            crater_token_rec_free(&d->tokens[i]->rec);
+            free(d->tokens[i]);
+            d->tokens[i] = d->tokens[--d->ntokens];
+            return;
+        }
+}
+
+/* DELETE /api/v1/tokens/{hash}: the token stops working at once. The last
+ * admin token cannot be revoked (nobody could create another). */
+static void h_token_revoke(crater_http_req_t *r,
+                           crater_http_resp_t *resp,
+                           void *arg)
+{
+    crater_daemon_t *d = arg;
+    const char *hash = crater_http_param(r, "hash");
+    crater_error_t err = {0};
+    crater_txn_t *t = NULL;
+    char key[256];
+    principal_t p;
+    size_t admins;
+    dtoken_t *tok;
+    int rc = -1;
+
+    pthread_mutex_lock(&d->mu);
+    if (api_auth(d, r, resp, &p) == 0 && api_require_admin(&p, resp) == 0) {
+        tok = token_by_hash(d, hash, &admins);
+        if (!tok)
+            api_errorf(resp, CRATER_ENOENT, "hash", "no token '%s'", hash);
+        else if (tok->rec.role == CRATER_ROLE_ADMIN && admins == 1)
+            api_errorf(resp,
+                       CRATER_EEXIST,
+                       "hash",
+                       "the last admin token cannot be revoked: create "
+                       "another admin token first");
+        else
+            rc = 0;
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (rc < 0)
+        return;
+    /* a synchronous commit: never under d->mu */
+    snprintf(key, sizeof(key), KEY_TOKENS "%s", hash);
+    if (!(t = crater_txn_create()) || crater_txn_delete(t, key, &err) < 0
+        || crater_store_commit(d->store, t, NULL, &err) < 0) {
+        crater_txn_destroy(t);
+        if (err.errnum == CRATER_OK)
+            crater_errorf(&err, CRATER_ENOMEM, "out of memory");
+        crater_http_error(resp, &err);
+        return;
+    }
+    crater_txn_destroy(t);
+    pthread_mutex_lock(&d->mu);
+    token_forget(d, hash);
+    pthread_mutex_unlock(&d->mu);
+    crater_http_json(resp, 200, json_pack("{s:s}", "revoked", hash));
 }
 
 /* ---- tenants ---------------------------------------------------------------
@@ -379,6 +464,7 @@ int api_admin_routes(crater_daemon_t *d, crater_error_t *err)
 {
     static const api_route_t routes[] = {
         {"POST", "/api/v1/tokens", h_token_create},
+        {"DELETE", "/api/v1/tokens/{hash}", h_token_revoke},
         {"GET", "/api/v1/tokens", h_token_list},
         {"PUT", "/api/v1/tenants/{name}", h_tenant_put},
         {"GET", "/api/v1/tenants", h_tenants},

@@ -141,6 +141,7 @@ static int write_token_file(const char *dir,
 static int make_token(crater_daemon_t *d,
                       crater_role_t role,
                       const char *scope,
+                      const char *name,
                       char *buf,
                       size_t size,
                       crater_error_t *err)
@@ -158,6 +159,8 @@ static int make_token(crater_daemon_t *d,
         rec.tenant = strdup(scope);
     if (role == CRATER_ROLE_AGENT)
         rec.node = strdup(scope);
+    if (name)
+        rec.name = strdup(name);
     json_t *v = crater_token_rec_to_json(&rec);
     crater_token_rec_t check = {0};
 
@@ -196,6 +199,23 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                size_t size,
                                crater_error_t *err)
 {
+    return crater_daemon_create_token_named(d,
+                                            role,
+                                            scope,
+                                            NULL,
+                                            buf,
+                                            size,
+                                            err);
+}
+
+int crater_daemon_create_token_named(crater_daemon_t *d,
+                                     const char *role,
+                                     const char *scope,
+                                     const char *name,
+                                     char *buf,
+                                     size_t size,
+                                     crater_error_t *err)
+{
     crater_role_t r;
 
     if (crater_role_parse(role, &r, err) < 0) {
@@ -209,7 +229,7 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                    "a %s token needs a %s",
                                    role,
                                    r == CRATER_ROLE_USER ? "tenant" : "node");
-    return make_token(d, r, scope, buf, size, err);
+    return make_token(d, r, scope, name, buf, size, err);
 }
 
 static int first_admin(crater_daemon_t *d, crater_error_t *err)
@@ -229,7 +249,14 @@ static int first_admin(crater_daemon_t *d, crater_error_t *err)
                              "store was lost): restore crater.db, or move "
                              "the directory away",
                              d->data_dir);
-    if (make_token(d, CRATER_ROLE_ADMIN, NULL, tok, sizeof(tok), err) < 0
+    if (make_token(d,
+                   CRATER_ROLE_ADMIN,
+                   NULL,
+                   "first admin",
+                   tok,
+                   sizeof(tok),
+                   err)
+            < 0
         || write_token_file(d->data_dir, "admin.token", tok, err) < 0)
         return -1;
     d->admin_token = strdup(tok);

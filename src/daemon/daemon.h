@@ -42,6 +42,14 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                char *buf,
                                size_t size,
                                crater_error_t *err);
+/* The same with a name kept in the token's record (NULL = none). */
+int crater_daemon_create_token_named(crater_daemon_t *d,
+                                     const char *role,
+                                     const char *tenant_or_node,
+                                     const char *name,
+                                     char *buf,
+                                     size_t size,
+                                     crater_error_t *err);
 void crater_daemon_stop(crater_daemon_t *d);
 
 #endif /* CRATER_DAEMON_H */

@@ -57,6 +57,18 @@ api POST /api/v1/tokens "$admin" "$tmp/t"; expect "token for node 'bad_node'" 40
 echo '{"role":"wizard"}' >"$tmp/t"
 api POST /api/v1/tokens "$admin" "$tmp/t"; expect "bad role" 400 '.field == "role"'
 api GET /api/v1/tokens "$admin"; expect "tokens hashed" 200 "[.items[].hash | length == 64] | all and (tostring | test(\"crt_\") | not)"
+api GET /api/v1/tokens "$admin"; expect "a token keeps its name" 200 '[.items[] | select(.name == "alice")] | length == 1'
+# revocation: the token stops working at once; the last admin token stays
+echo '{"role":"user","tenant":"team-b","name":"short-lived"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; tmptok=$(field .token); tmphash=$(field .hash)
+api GET /api/v1/jobs "$tmptok"; expect "new token works" 200
+"${CRATER_BIN:?}" token revoke "$tmphash" --server "$url" --token "$admin" >"$tmp/rev" 2>&1 \
+    && grep -q revoked "$tmp/rev" && ok || bad "crater token revoke: $(cat "$tmp/rev")"
+api GET /api/v1/jobs "$tmptok"; expect "revoked token refused" 401
+api DELETE "/api/v1/tokens/$tmphash" "$admin"; expect "revoke twice" 404
+api DELETE "/api/v1/tokens/$(echo -n "$admin" | sha256sum | cut -d' ' -f1)" "$admin"
+expect "the last admin token" 409 '.error | test("last admin token")'
+api DELETE "/api/v1/tokens/$tmphash" "$ua"; expect "a user revokes" 403
 
 # ---- input errors -------------------------------------------------------------
 printf '{"name": ' >"$tmp/j"
