@@ -53,6 +53,18 @@ int api_auth(crater_daemon_t *d,
     p->role = rec->role;
     p->tenant = rec->tenant;
     p->node = rec->node;
+    /* an agent token (it lives on a node, where a task may steal it)
+     * reaches its node's agent endpoints and nothing else: no job lists,
+     * tenants or nodes */
+    if (p->role == CRATER_ROLE_AGENT
+        && strncmp(crater_http_path(r), "/api/v1/agents/", 15) != 0) {
+        api_errorf(resp,
+                   CRATER_EPERM,
+                   NULL,
+                   "an agent token may only call /api/v1/agents/%s/...",
+                   p->node);
+        return -1;
+    }
     return 0;
 }
 

@@ -31,6 +31,29 @@ static dnode_t *named_node(crater_daemon_t *d,
     return n;
 }
 
+/* A user sees the ids of its own tenant's jobs on a node, not the other
+ * tenants' (their existence is not the user's to learn). */
+static json_t *for_principal(crater_daemon_t *d,
+                             json_t *node,
+                             const principal_t *p)
+{
+    json_t *jobs = json_object_get(node, "jobs"), *mine, *v;
+    size_t i;
+
+    if (p->role != CRATER_ROLE_USER || !json_is_array(jobs))
+        return node;
+    mine = json_array();
+    json_array_foreach(jobs, i, v)
+    {
+        const char *id = json_string_value(v);
+        djob_t *j = id ? job_find(d, strtoull(id, NULL, 10)) : NULL;
+        if (j && j->tenant && p->tenant && strcmp(j->tenant, p->tenant) == 0)
+            json_array_append(mine, v);
+    }
+    json_object_set_new(node, "jobs", mine);
+    return node;
+}
+
 static void h_nodes(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
@@ -39,7 +62,10 @@ static void h_nodes(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) == 0) {
+        json_t *n;
+        size_t i;
         items = nodes_to_json(d);
+        json_array_foreach(items, i, n) for_principal(d, n, &p);
         crater_http_json(resp,
                          200,
                          json_pack("{s:o, s:n}", "items", items, "next"));
@@ -55,7 +81,7 @@ static void h_node(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) == 0 && (n = named_node(d, r, resp)))
-        crater_http_json(resp, 200, node_to_json(d, n));
+        crater_http_json(resp, 200, for_principal(d, node_to_json(d, n), &p));
     pthread_mutex_unlock(&d->mu);
 }
 

@@ -272,6 +272,13 @@ api POST "/api/v1/agents/other-node/logs/$ja?attempt=1&stream=stdout&offset=0" "
 expect "log upload for a job of another node" 403 '.field == "job"'
 api GET "/api/v1/jobs/$ja/logs" "$ua"
 grep -q forged "$tmp/body" && bad "the forged log was written" || ok
+# an agent token reaches its node's agent endpoints only
+for path in /api/v1/jobs /api/v1/tenants /api/v1/nodes /api/v1/tokens "/api/v1/jobs/$ja"; do
+    api GET "$path" "$other"; expect "agent token on $path" 403 '.error | test("may only call /api/v1/agents/other-node")'
+done
+# a user sees its own tenant's job ids on a node, not other tenants'
+api GET "/api/v1/nodes/$node" "$ub"; expect "node seen by team-b" 200 "[.jobs[] | select(. == \"$high\")] | length == 0"
+api GET "/api/v1/nodes" "$admin"; expect "node seen by an admin" 200 "[.items[].jobs[] | select(. == \"$high\")] | length == 1"
 # a heartbeat listing 5,000 invented tasks is refused whole (at most 4096)
 jq -n '{util: {cpu: 0.1, memory: 0.1, disk: 0, gpus: []}, tasks: [range(5000) | {job: (. + 100000 | tostring), attempt: 1, usage: {cpu_millis: 1, memory_bytes: 1}}]}' >"$tmp/fat"
 api POST "/api/v1/agents/other-node/heartbeat" "$other" "$tmp/fat"; expect "5,000 fake tasks in a heartbeat" 413 '.field | test("tasks")'
