@@ -608,6 +608,9 @@ static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
     if (crater_cg_oom_kills(a->cg, t->cg, &ooms, NULL) == 0 && ooms > 0)
         t->oom = true;
     crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
+    /* its GPU slice file goes before craterd hears of the exit: a job
+     * reported finished holds nothing on the node's shared memory */
+    agent_slice_cleanup(t);
     for (int s = 0; s < 2; s++)
         t->log_final[s] = file_size(t->log_path[s]);
     report_kick(a);
