@@ -68,6 +68,8 @@ void array_track(crater_daemon_t *d, const djob_t *j, int delta)
     if (!a)
         return;
     a->parallelism = j->spec ? j->spec->array_parallelism : 0;
+    if (j->id > a->last)
+        a->last = j->id;
     a->count += (uint32_t)delta;
     if (job_state_holds(j->state))
         a->active += (uint32_t)delta;
@@ -113,29 +115,23 @@ djob_t *array_job(crater_daemon_t *d, uint64_t array_id, uint32_t index)
     darray_t *a = array_find(d, array_id);
     djob_t *j;
 
-    for (uint64_t k = 0; a && k < a->count + 64; k++) {
-        /* ids are consecutive at submission; retention may leave gaps */
-        if ((j = job_find(d, array_id + k)) && j->array_id == array_id
+    for (uint64_t id = array_id; a && id <= a->last; id++)
+        if ((j = job_find(d, id)) && j->array_id == array_id
             && j->array_index == index)
             return j;
-    }
     return NULL;
 }
 
-/* Every job of array a that p may see, in id order, through fn. */
+/* Every job of array a, in id order, through fn. */
 static void each_job(crater_daemon_t *d,
                      const darray_t *a,
                      void (*fn)(crater_daemon_t *, djob_t *, void *),
                      void *arg)
 {
-    uint32_t seen = 0;
-
-    for (uint64_t k = 0; seen < a->count && k < (uint64_t)a->count + 64; k++) {
-        djob_t *j = job_find(d, a->id + k);
-        if (!j || j->array_id != a->id)
-            continue;
-        seen++;
-        fn(d, j, arg);
+    for (uint64_t id = a->id; id <= a->last; id++) {
+        djob_t *j = job_find(d, id);
+        if (j && j->array_id == a->id)
+            fn(d, j, arg);
     }
 }
 
@@ -194,8 +190,8 @@ static darray_t *visible_array(crater_daemon_t *d,
     darray_t *a = s ? array_find(d, strtoull(s, NULL, 10)) : NULL;
     djob_t *j = NULL;
 
-    for (uint64_t k = 0; a && !j && k < (uint64_t)a->count + 64; k++)
-        if ((j = job_find(d, a->id + k)) && j->array_id != a->id)
+    for (uint64_t id = a ? a->id : 1; a && !j && id <= a->last; id++)
+        if ((j = job_find(d, id)) && j->array_id != a->id)
             j = NULL;
     if (!j || !j->durable || p->role == CRATER_ROLE_AGENT
         || (p->role == CRATER_ROLE_USER && strcmp(j->tenant, p->tenant) != 0)) {

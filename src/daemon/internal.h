@@ -108,6 +108,8 @@ typedef struct djob {
 /* A job array's running counts (arrays.c). */
 typedef struct darray {
     uint64_t id;          /* its first job's id */
+    uint64_t last;        /* its last job's id: its jobs lie in [id, last]
+                             (retention may leave gaps) */
     uint32_t count;       /* jobs of it craterd holds */
     uint32_t active;      /* of those, holding resources */
     uint32_t parallelism; /* %P: at most this many active; 0 = no cap */

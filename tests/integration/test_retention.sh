@@ -61,6 +61,20 @@ c nodes uncordon small-0 >/dev/null && ok || bad "uncordon"
 until_ 15 'test "$(state "$w")" = succeeded' && ok || bad "the waiter ran: its dependency was still known"
 until_ 10 'gone "$b" && gone "$w"' && ok || bad "both forgotten once nothing waits"
 
+# an array whose early jobs were forgotten still finds its later ones:
+# indexes 0-89 finish and are forgotten, 90-99 keep running
+printf 'name: tail\ncommand: [sh, -c, "[ $CRATER_ARRAY_INDEX -lt 90 ] || exec sleep 60"]\narray: "0-99"\nresources: {cpu: 10m, memory: 8Mi}\n' >"$tmp/tail.yaml"
+arr=$(c submit -f "$tmp/tail.yaml" -o json | jq -r .id)
+until_ 60 'api GET "/api/v1/arrays/$arr" "$admin"; jq -e ".count == 10" "$tmp/body" >/dev/null' \
+    && ok || bad "90 of the array forgotten: $(cat "$tmp/body")"
+until_ 20 'api GET "/api/v1/arrays/$arr" "$admin"; jq -e ".states.running == 10" "$tmp/body" >/dev/null' \
+    && ok || bad "the 10 left are found running: $(cat "$tmp/body")"
+api GET "/api/v1/jobs/${arr}_95" "$admin"; expect_ok=$code
+[ "$expect_ok" = 200 ] && ok || bad "index 95 found after its neighbours were forgotten ($expect_ok)"
+api POST "/api/v1/arrays/$arr/cancel" "$admin"
+jq -e '.cancelled == 10' "$tmp/body" >/dev/null && ok || bad "cancel --array reaches the 10 left: $(cat "$tmp/body")"
+until_ 30 'api GET "/api/v1/arrays/$arr" "$admin"; [ "$code" = 404 ]' && ok || bad "the array is forgotten once all of it is"
+
 # forgotten in the store too: a restart does not bring them back
 stop_craterd && ok || bad "craterd clean stop"
 start_craterd "$tmp/data" --config "$tmp/craterd.yaml" || exit 1
