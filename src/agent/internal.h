@@ -153,6 +153,16 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
 void task_supervise(crater_agent_t *a, int64_t now);
 int task_add(crater_agent_t *a, atask_t *t);
+/* A file the agent needs (mode R_OK or X_OK): $env, then each path of
+ * beside (NULL-terminated) relative to this executable's directory, then
+ * build_path (may be NULL). The result is env's value, build_path or buf
+ * (n bytes, the caller's); NULL when none is there. */
+const char *agent_locate(const char *env,
+                         const char *const *beside,
+                         const char *build_path,
+                         int mode,
+                         char *buf,
+                         size_t n);
 /* crater-shim: $CRATER_SHIM, next to this executable, or the build
  * tree's; NULL when none is there (static storage). */
 const char *agent_shim_path(void);

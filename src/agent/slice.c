@@ -46,34 +46,24 @@
  * tree this program came from, or installed. NULL when none exists. */
 const char *agent_gpuslice_lib(void)
 {
+    static const char *const beside[] = {"libcrater-gpuslice.so",
+                                         "src/gpuslice/libcrater-gpuslice.so",
+                                         NULL};
     static char found[4096];
-    char exe[4096], *slash;
-    const char *env = getenv("CRATER_GPUSLICE_LIB");
-    ssize_t n;
-
-    if (env && access(env, R_OK) == 0)
-        return env;
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        if ((slash = strrchr(exe, '/')))
-            *slash = '\0';
-        if (snprintf(found, sizeof(found), "%s/libcrater-gpuslice.so", exe)
-                < (int)sizeof(found)
-            && access(found, R_OK) == 0)
-            return found;
-        if (snprintf(found,
-                     sizeof(found),
-                     "%s/src/gpuslice/libcrater-gpuslice.so",
-                     exe)
-                < (int)sizeof(found)
-            && access(found, R_OK) == 0)
-            return found;
-    }
 #ifdef CRATER_GPUSLICE_BUILD_PATH
-    if (access(CRATER_GPUSLICE_BUILD_PATH, R_OK) == 0)
-        return CRATER_GPUSLICE_BUILD_PATH;
+    const char *build = CRATER_GPUSLICE_BUILD_PATH;
+#else
+    const char *build = NULL;
 #endif
+    const char *p = agent_locate("CRATER_GPUSLICE_LIB",
+                                 beside,
+                                 build,
+                                 R_OK,
+                                 found,
+                                 sizeof(found));
+
+    if (p)
+        return p;
     if (access("/usr/lib/crater/libcrater-gpuslice.so", R_OK) == 0)
         return "/usr/lib/crater/libcrater-gpuslice.so";
     return NULL;

@@ -332,30 +332,50 @@ static const char *make_workdir(crater_agent_t *a,
     return t->workdir;
 }
 
-const char *agent_shim_path(void)
+const char *agent_locate(const char *env,
+                         const char *const *beside,
+                         const char *build_path,
+                         int mode,
+                         char *buf,
+                         size_t n)
 {
-    static char found[4096];
+    const char *v = getenv(env);
     char exe[4096], *slash;
-    const char *env = getenv("CRATER_SHIM");
-    ssize_t n;
+    ssize_t len;
 
-    if (env && access(env, X_OK) == 0)
-        return env;
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
+    if (v && access(v, mode) == 0)
+        return v;
+    len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len > 0) {
+        exe[len] = '\0';
         if ((slash = strrchr(exe, '/')))
             *slash = '\0';
-        if (snprintf(found, sizeof(found), "%s/crater-shim", exe)
-                < (int)sizeof(found)
-            && access(found, X_OK) == 0)
-            return found;
+        for (; beside && *beside; beside++)
+            if (snprintf(buf, n, "%s/%s", exe, *beside) < (int)n
+                && access(buf, mode) == 0)
+                return buf;
     }
-#ifdef CRATER_SHIM_BUILD_PATH
-    if (access(CRATER_SHIM_BUILD_PATH, X_OK) == 0)
-        return CRATER_SHIM_BUILD_PATH;
-#endif
+    if (build_path && access(build_path, mode) == 0)
+        return build_path;
     return NULL;
+}
+
+const char *agent_shim_path(void)
+{
+    static const char *const beside[] = {"crater-shim", NULL};
+    static char found[4096];
+#ifdef CRATER_SHIM_BUILD_PATH
+    const char *build = CRATER_SHIM_BUILD_PATH;
+#else
+    const char *build = NULL;
+#endif
+
+    return agent_locate("CRATER_SHIM",
+                        beside,
+                        build,
+                        X_OK,
+                        found,
+                        sizeof(found));
 }
 
 /* crater-shim's argv (crater_shim.c); NULL on ENOMEM. */
