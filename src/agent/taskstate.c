@@ -30,22 +30,30 @@
 #include "agent/internal.h"
 #include "crater/log.h"
 
+/* The start of a small file as a string (at most n - 1 bytes); -1 when
+ * it cannot be read or is empty. */
+static int read_text(const char *path, char *buf, size_t n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got;
+
+    if (fd < 0)
+        return -1;
+    got = read(fd, buf, n - 1);
+    close(fd);
+    if (got <= 0)
+        return -1;
+    buf[got] = '\0';
+    return 0;
+}
+
 uint64_t taskstate_start_of(pid_t pid)
 {
     char path[64], buf[1024], *p;
     unsigned long long start = 0;
-    ssize_t n;
-    int fd;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    if (!(p = strrchr(buf, ')')))
+    if (read_text(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
         return 0;
     /* after ") ": field 3 (state) ... field 22 (starttime) */
     if (sscanf(p + 2,
@@ -71,18 +79,10 @@ int taskstate_exit(const atask_t *t, int *status, int64_t *ended_ms)
 {
     char path[4200], buf[64];
     long long st = 0, at = 0;
-    ssize_t n;
-    int fd;
 
     snprintf(path, sizeof(path), "%s/exit", t->dir);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    if (sscanf(buf, "%lld %lld", &st, &at) < 1)
+    if (read_text(path, buf, sizeof(buf)) < 0
+        || sscanf(buf, "%lld %lld", &st, &at) < 1)
         return 0;
     *status = (int)st;
     *ended_ms = (int64_t)at;
