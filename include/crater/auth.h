@@ -53,17 +53,24 @@ bool crater_token_hash_equal(const char *a, const char *b);
 typedef struct crater_token_rec {
     char hash[65]; /* crater_token_hash() of the token */
     crater_role_t role;
-    char *tenant;       /* role user: required, a tenant name; else NULL */
-    char *node;         /* role agent: required, a node name; else NULL */
-    char *name;         /* optional label for humans ("alice laptop") */
-    int64_t created_ms; /* creation time, ms since the epoch */
+    char *tenant;         /* role user: required, a tenant name; else NULL */
+    char *node;           /* role agent: required, a node name; else NULL */
+    char *name;           /* optional label for humans ("alice laptop") */
+    int64_t created_ms;   /* creation time, ms since the epoch */
+    int64_t expires_ms;   /* it stops working then; 0: never */
+    int64_t last_used_ms; /* last authenticated request (to the minute as
+                             stored); 0: never used */
 } crater_token_rec_t;
+
+/* Has r expired at now_ms? */
+bool crater_token_expired(const crater_token_rec_t *r, int64_t now_ms);
 
 /* Free the members and NULL them; r itself is the caller's. NULL is OK. */
 void crater_token_rec_free(crater_token_rec_t *r);
 
-/* {"hash", "role", "tenant"?, "node"?, "name"?, "created_ms"}: absent
- * members are omitted. New reference the caller owns; NULL on ENOMEM. */
+/* {"hash", "role", "tenant"?, "node"?, "name"?, "created_ms",
+ * "expires_ms"?, "last_used_ms"?}: absent members (and zero times) are
+ * omitted. New reference the caller owns; NULL on ENOMEM. */
 json_t *crater_token_rec_to_json(const crater_token_rec_t *r);
 
 /* Strict decode of the object above: unknown fields (with a suggestion),

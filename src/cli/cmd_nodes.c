@@ -1,5 +1,5 @@
 /* cmd_nodes.c - the node and admin commands of crater: get nodes|node,
- * describe node, top, nodes cordon|uncordon|drain, token create.
+ * describe node, top, nodes cordon|uncordon|drain, token create|list|revoke.
  *
  * top reads GET /api/v1/nodes like get nodes but shows each node's
  * utilisation per dimension (GPU, GPU memory, CPU, memory, disk) as
@@ -20,6 +20,7 @@ enum {
     O_TENANT,
     O_NAME,
     O_NODE,
+    O_EXPIRES,
 };
 
 static int node_path(const char *name, const char *suffix, char *buf, size_t n)
@@ -219,7 +220,7 @@ int cli_nodes(int argc, char **argv)
  */
 
 struct token_req {
-    const char *role, *tenant, *name, *node;
+    const char *role, *tenant, *name, *node, *expires;
 };
 
 static int token_opt(int c, const char *arg, void *ctx)
@@ -234,6 +235,8 @@ static int token_opt(int c, const char *arg, void *ctx)
         t->name = arg;
     else if (c == O_NODE)
         t->node = arg;
+    else if (c == O_EXPIRES)
+        t->expires = arg;
     else
         return -1;
     return 0;
@@ -249,7 +252,77 @@ static json_t *token_body(const struct token_req *t)
         json_object_set_new(b, "name", json_string(t->name));
     if (b && t->node)
         json_object_set_new(b, "node", json_string(t->node));
+    if (b && t->expires)
+        json_object_set_new(b, "expires", json_string(t->expires));
     return b;
+}
+
+/* "5m ago", "in 3d", "-" (0) into buf. */
+static const char *when(int64_t ms, int64_t now, char *buf, size_t size)
+{
+    char age[32];
+
+    if (!ms)
+        return "-";
+    cli_format_age(ms <= now ? now - ms : ms - now, age, sizeof(age));
+    snprintf(buf, size, ms <= now ? "%s ago" : "in %s", age);
+    return buf;
+}
+
+static void token_row(const json_t *t, int64_t now)
+{
+    const char *scope = json_string_value(json_object_get(t, "tenant"));
+    const char *name = json_string_value(json_object_get(t, "name"));
+    int64_t exp = json_integer_value(json_object_get(t, "expires_ms"));
+    char used[48], until[48];
+
+    if (!scope)
+        scope = json_string_value(json_object_get(t, "node"));
+    printf("%-14.12s %-6s %-16s %-10s %-10s %s\n",
+           json_string_value(json_object_get(t, "hash")),
+           json_string_value(json_object_get(t, "role")),
+           scope ? scope : "-",
+           when(json_integer_value(json_object_get(t, "last_used_ms")),
+                now,
+                used,
+                sizeof(used)),
+           json_is_true(json_object_get(t, "expired"))
+               ? "expired"
+               : when(exp, now, until, sizeof(until)),
+           name ? name : "");
+}
+
+/* crater token list: hash prefix, role, scope, last use, expiry, name. */
+static int token_list(int argc, char **argv, const char *usage)
+{
+    static const struct option opts[] = {CLI_REMOTE_LONGOPTS, {0}};
+    cli_common_t co = {0};
+    cli_remote_t r = {0};
+    json_t *res = NULL, *t;
+    size_t i;
+    int rc =
+        cli__parse_opts(argc, argv, "o:h", opts, usage, &co, NULL, NULL, 0);
+
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if ((rc = cli__remote_open(&r, &co)) == CLI_EXIT_OK)
+        rc = cli__api(&r, "GET", "/api/v1/tokens", NULL, &res);
+    if (rc == CLI_EXIT_OK && co.fmt != CLI_FMT_TEXT)
+        rc = cli__print_raw(res, co.fmt);
+    else if (rc == CLI_EXIT_OK) {
+        printf("%-14s %-6s %-16s %-10s %-10s %s\n",
+               "HASH",
+               "ROLE",
+               "SCOPE",
+               "LAST-USED",
+               "EXPIRES",
+               "NAME");
+        json_array_foreach(json_object_get(res, "items"), i, t)
+            token_row(t, cli__now_ms());
+    }
+    json_decref(res);
+    cli__remote_close(&r);
+    return rc;
 }
 
 /* crater token revoke HASH */
@@ -290,18 +363,22 @@ int cli_token(int argc, char **argv)
 {
     static const char usage[] =
         "usage: crater token create --role admin|user|agent [--tenant T]\n"
-        "                           [--name N] [--node NODE] [-o json|yaml]\n"
+        "                           [--name N] [--node NODE] [--expires 30d]\n"
+        "                           [-o json|yaml]\n"
+        "       crater token list [-o json|yaml]\n"
         "       crater token revoke HASH\n"
         "Create an API token (admin only). user tokens need --tenant, agent\n"
-        "tokens --node. The token is printed once; the server keeps only "
-        "its\n"
-        "hash. revoke: the token with that hash stops working at once.\n";
+        "tokens --node; --expires makes it stop working after that long.\n"
+        "The token is printed once; the server keeps only its hash.\n"
+        "list: every token's hash, role, scope, last use and expiry.\n"
+        "revoke: the token with that hash stops working at once.\n";
     static const struct option opts[] =
         {CLI_REMOTE_LONGOPTS,
          {"role", required_argument, NULL, O_ROLE},
          {"tenant", required_argument, NULL, O_TENANT},
          {"name", required_argument, NULL, O_NAME},
          {"node", required_argument, NULL, O_NODE},
+         {"expires", required_argument, NULL, O_EXPIRES},
          {0}};
     struct token_req t = {0};
     cli_common_t co = {0};
@@ -312,6 +389,8 @@ int cli_token(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "revoke") == 0)
         return token_revoke(argc - 1, argv + 1, usage);
+    if (argc >= 2 && strcmp(argv[1], "list") == 0)
+        return token_list(argc - 1, argv + 1, usage);
     if (argc < 2 || strcmp(argv[1], "create") != 0)
         return cli__usage(usage,
                           argc > 1

@@ -160,16 +160,41 @@ int tenant_admit(crater_daemon_t *d,
     return 0;
 }
 
-const crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok)
+crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok)
 {
     char hex[65];
-    const crater_token_rec_t *found = NULL;
+    crater_token_rec_t *found = NULL;
 
     crater_token_hash(tok, hex);
     for (size_t i = 0; i < d->ntokens; i++)
         if (crater_token_hash_equal(d->tokens[i]->rec.hash, hex))
             found = &d->tokens[i]->rec;
     return found;
+}
+
+#define USE_FLUSH_MS 60000
+
+void tokens_flush_use(crater_daemon_t *d, int64_t now)
+{
+    char key[256];
+
+    (void)now;
+    for (size_t i = 0; i < d->ntokens; i++) {
+        dtoken_t *t = d->tokens[i];
+        bool first = t->stored_used_ms == 0 && t->rec.last_used_ms > 0;
+        if (t->revoking
+            || (!first
+                && t->rec.last_used_ms < t->stored_used_ms + USE_FLUSH_MS))
+            continue;
+        snprintf(key, sizeof(key), KEY_TOKENS "%s", t->rec.hash);
+        if (persist_put_json(d,
+                             key,
+                             crater_token_rec_to_json(&t->rec),
+                             NULL,
+                             NULL)
+            == 0)
+            t->stored_used_ms = t->rec.last_used_ms;
+    }
 }
 
 int token_add(crater_daemon_t *d, crater_token_rec_t *rec)
@@ -184,9 +209,10 @@ int token_add(crater_daemon_t *d, crater_token_rec_t *rec)
         d->tokens = n;
         d->captokens = cap;
     }
-    if (!(t = malloc(sizeof(*t))))
+    if (!(t = calloc(1, sizeof(*t))))
         goto fail;
     t->rec = *rec;
+    t->stored_used_ms = rec->last_used_ms;
     d->tokens[d->ntokens++] = t;
     return 0;
 fail:

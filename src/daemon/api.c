@@ -7,6 +7,7 @@
  * JSON) happens outside the lock where the handler allows it.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,8 @@ int api_auth(crater_daemon_t *d,
 {
     const char *h = crater_http_header(r, "Authorization");
     const char *tok = h ? crater_auth_bearer(h) : NULL;
-    const crater_token_rec_t *rec;
+    crater_token_rec_t *rec;
+    int64_t now = dnow_ms();
 
     if (!h) {
         api_errorf(resp,
@@ -50,6 +52,16 @@ int api_auth(crater_daemon_t *d,
         api_errorf(resp, CRATER_EAUTH, NULL, "invalid token");
         return -1;
     }
+    if (crater_token_expired(rec, now)) {
+        api_errorf(resp,
+                   CRATER_EAUTH,
+                   NULL,
+                   "token expired %" PRId64 " s ago: ask an admin for a new "
+                   "one",
+                   (now - rec->expires_ms) / 1000);
+        return -1;
+    }
+    rec->last_used_ms = now;
     p->role = rec->role;
     p->tenant = rec->tenant;
     p->node = rec->node;

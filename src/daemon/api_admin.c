@@ -17,15 +17,95 @@
 /* ---- tokens ----------------------------------------------------------------
  */
 
+/* A token request: {"role", "tenant"?, "node"?, "name"?, "expires"?};
+ * expires is a duration from now ("30d", "12h"). Strings are borrowed
+ * from the body. */
+typedef struct token_req {
+    const char *role, *tenant, *node, *name;
+    uint64_t expires_s;
+} token_req_t;
+
+#define TOKEN_EXPIRY_MAX_S (10LL * 366 * 86400) /* ten years */
+
+static int tq_str(crater_dec_t *d, json_t *v, const char **out)
+{
+    if (!json_is_string(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a string, got %s",
+                               crater_dec_typename(v));
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int tq_role(crater_dec_t *d, json_t *v, void *o)
+{
+    return tq_str(d, v, &((token_req_t *)o)->role);
+}
+
+static int tq_tenant(crater_dec_t *d, json_t *v, void *o)
+{
+    return tq_str(d, v, &((token_req_t *)o)->tenant);
+}
+
+static int tq_node(crater_dec_t *d, json_t *v, void *o)
+{
+    return tq_str(d, v, &((token_req_t *)o)->node);
+}
+
+static int tq_name(crater_dec_t *d, json_t *v, void *o)
+{
+    return tq_str(d, v, &((token_req_t *)o)->name);
+}
+
+static int tq_expires(crater_dec_t *d, json_t *v, void *o)
+{
+    uint64_t ns, s;
+
+    if (crater_dec_quantity(d, v, CRATER_DIM_DURATION, &ns) < 0)
+        return -1;
+    s = ns / 1000000000u;
+    if (s < 1 || s > TOKEN_EXPIRY_MAX_S)
+        return crater_dec_fail(d,
+                               CRATER_ERANGE,
+                               "a token expires between 1s and 10 years "
+                               "from now (\"30d\", \"12h\")");
+    ((token_req_t *)o)->expires_s = s;
+    return 0;
+}
+
+static int token_req_decode(json_t *body,
+                            token_req_t *q,
+                            crater_http_resp_t *resp)
+{
+    static const crater_dec_field_t fields[] = {
+        {"role", tq_role, CRATER_FIELD_REQUIRED},
+        {"tenant", tq_tenant, 0},
+        {"node", tq_node, 0},
+        {"name", tq_name, 0},
+        {"expires", tq_expires, 0},
+        {NULL, NULL, 0},
+    };
+    crater_error_t err = {0};
+    crater_dec_t dec;
+
+    crater_dec_init(&dec, NULL, 0, &err);
+    if (crater_dec_object(&dec, body, fields, q) == 0)
+        return 0;
+    crater_http_error(resp, &err);
+    return -1;
+}
+
 static void h_token_create(crater_http_req_t *r,
                            crater_http_resp_t *resp,
                            void *arg)
 {
     crater_daemon_t *d = arg;
     char tok[CRATER_TOKEN_LEN + 1], hex[65];
-    const char *role, *scope = NULL;
     crater_error_t err = {0};
-    json_t *body = NULL;
+    token_req_t q = {0};
+    json_t *body = NULL, *ans;
+    int64_t expires_ms = 0;
     principal_t p;
     int rc;
 
@@ -35,25 +115,24 @@ static void h_token_create(crater_http_req_t *r,
              ? -1
              : 0;
     pthread_mutex_unlock(&d->mu);
-    if (rc < 0)
+    if (rc < 0 || token_req_decode(body, &q, resp) < 0)
         goto out;
-    role = json_string_value(json_object_get(body, "role"));
-    if (!role) {
+    if (q.tenant && q.node) {
         api_errorf(resp,
-                   CRATER_EMISSING,
-                   "role",
-                   "role: one of admin, user, agent is required");
+                   CRATER_ECONFLICT,
+                   "node",
+                   "node: a token has a tenant (user) or a node (agent), "
+                   "not both");
         goto out;
     }
-    scope = json_string_value(json_object_get(body, "tenant"));
-    if (!scope)
-        scope = json_string_value(json_object_get(body, "node"));
+    if (q.expires_s)
+        expires_ms = dnow_ms() + (int64_t)q.expires_s * 1000;
     /* make_token commits synchronously: never under d->mu */
     if (crater_daemon_create_token_named(d,
-                                         role,
-                                         scope,
-                                         json_string_value(
-                                             json_object_get(body, "name")),
+                                         q.role,
+                                         q.tenant ? q.tenant : q.node,
+                                         q.name,
+                                         expires_ms,
                                          tok,
                                          sizeof(tok),
                                          &err)
@@ -62,17 +141,18 @@ static void h_token_create(crater_http_req_t *r,
         goto out;
     }
     crater_token_hash(tok, hex);
-    crater_http_json(resp,
-                     201,
-                     json_pack("{s:s, s:s, s:s, s:s?}",
-                               "token",
-                               tok,
-                               "hash",
-                               hex,
-                               "role",
-                               role,
-                               "scope",
-                               scope));
+    ans = json_pack("{s:s, s:s, s:s, s:s?}",
+                    "token",
+                    tok,
+                    "hash",
+                    hex,
+                    "role",
+                    q.role,
+                    "scope",
+                    q.tenant ? q.tenant : q.node);
+    if (ans && expires_ms)
+        json_object_set_new(ans, "expires_ms", json_integer(expires_ms));
+    crater_http_json(resp, 201, ans);
 out:
     json_decref(body);
 }
@@ -87,10 +167,17 @@ static void h_token_list(crater_http_req_t *r,
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) == 0 && api_require_admin(&p, resp) == 0) {
+        int64_t now = dnow_ms();
         items = json_array();
-        for (size_t i = 0; i < d->ntokens; i++)
-            json_array_append_new(items,
-                                  crater_token_rec_to_json(&d->tokens[i]->rec));
+        for (size_t i = 0; i < d->ntokens; i++) {
+            const crater_token_rec_t *t = &d->tokens[i]->rec;
+            json_t *o = crater_token_rec_to_json(t);
+            if (o)
+                json_object_set_new(o,
+                                    "expired",
+                                    json_boolean(crater_token_expired(t, now)));
+            json_array_append_new(items, o);
+        }
         crater_http_json(resp, 200, json_pack("{s:o}", "items", items));
     }
     pthread_mutex_unlock(&d->mu);
@@ -151,8 +238,16 @@ static void h_token_revoke(crater_http_req_t *r,
                        "hash",
                        "the last admin token cannot be revoked: create "
                        "another admin token first");
-        else
+        else if (tok->revoking)
+            api_errorf(resp,
+                       CRATER_ECONFLICT,
+                       "hash",
+                       "token '%s' is being revoked",
+                       hash);
+        else {
+            tok->revoking = true; /* no last-use write resurrects it */
             rc = 0;
+        }
     }
     pthread_mutex_unlock(&d->mu);
     if (rc < 0)
@@ -165,6 +260,10 @@ static void h_token_revoke(crater_http_req_t *r,
         if (err.errnum == CRATER_OK)
             crater_errorf(&err, CRATER_ENOMEM, "out of memory");
         crater_http_error(resp, &err);
+        pthread_mutex_lock(&d->mu);
+        if ((tok = token_by_hash(d, hash, &admins)))
+            tok->revoking = false;
+        pthread_mutex_unlock(&d->mu);
         return;
     }
     crater_txn_destroy(t);

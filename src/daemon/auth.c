@@ -162,6 +162,16 @@ static int set_str(json_t *o, const char *key, const char *val)
     return val ? json_object_set_new(o, key, json_string(val)) : 0;
 }
 
+static int set_time(json_t *o, const char *key, int64_t ms)
+{
+    return ms ? json_object_set_new(o, key, json_integer(ms)) : 0;
+}
+
+bool crater_token_expired(const crater_token_rec_t *r, int64_t now_ms)
+{
+    return r->expires_ms > 0 && now_ms >= r->expires_ms;
+}
+
 json_t *crater_token_rec_to_json(const crater_token_rec_t *r)
 {
     json_t *o = json_object();
@@ -170,8 +180,9 @@ json_t *crater_token_rec_to_json(const crater_token_rec_t *r)
         || set_str(o, "role", crater_role_name(r->role)) < 0
         || set_str(o, "tenant", r->tenant) < 0
         || set_str(o, "node", r->node) < 0 || set_str(o, "name", r->name) < 0
-        || json_object_set_new(o, "created_ms", json_integer(r->created_ms))
-               < 0) {
+        || json_object_set_new(o, "created_ms", json_integer(r->created_ms)) < 0
+        || set_time(o, "expires_ms", r->expires_ms) < 0
+        || set_time(o, "last_used_ms", r->last_used_ms) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -264,6 +275,24 @@ static int f_created(crater_dec_t *d, json_t *v, void *obj)
                           &((crater_token_rec_t *)obj)->created_ms);
 }
 
+static int f_expires(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_int(d,
+                          v,
+                          1,
+                          INT64_MAX,
+                          &((crater_token_rec_t *)obj)->expires_ms);
+}
+
+static int f_last_used(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_int(d,
+                          v,
+                          1,
+                          INT64_MAX,
+                          &((crater_token_rec_t *)obj)->last_used_ms);
+}
+
 static const crater_dec_field_t rec_fields[] = {
     {"hash", f_hash, CRATER_FIELD_REQUIRED},
     {"role", f_role, CRATER_FIELD_REQUIRED},
@@ -271,6 +300,8 @@ static const crater_dec_field_t rec_fields[] = {
     {"node", f_node, 0},
     {"name", f_name, 0},
     {"created_ms", f_created, CRATER_FIELD_REQUIRED},
+    {"expires_ms", f_expires, 0},
+    {"last_used_ms", f_last_used, 0},
     {NULL, NULL, 0},
 };
 

@@ -142,11 +142,14 @@ static int make_token(crater_daemon_t *d,
                       crater_role_t role,
                       const char *scope,
                       const char *name,
+                      int64_t expires_ms,
                       char *buf,
                       size_t size,
                       crater_error_t *err)
 {
-    crater_token_rec_t rec = {.role = role, .created_ms = dnow_ms()};
+    crater_token_rec_t rec = {.role = role,
+                              .created_ms = dnow_ms(),
+                              .expires_ms = expires_ms};
     char key[256];
     crater_txn_t *t;
     char *text;
@@ -203,6 +206,7 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                             role,
                                             scope,
                                             NULL,
+                                            0,
                                             buf,
                                             size,
                                             err);
@@ -212,6 +216,7 @@ int crater_daemon_create_token_named(crater_daemon_t *d,
                                      const char *role,
                                      const char *scope,
                                      const char *name,
+                                     int64_t expires_ms,
                                      char *buf,
                                      size_t size,
                                      crater_error_t *err)
@@ -229,7 +234,7 @@ int crater_daemon_create_token_named(crater_daemon_t *d,
                                    "a %s token needs a %s",
                                    role,
                                    r == CRATER_ROLE_USER ? "tenant" : "node");
-    return make_token(d, r, scope, name, buf, size, err);
+    return make_token(d, r, scope, name, expires_ms, buf, size, err);
 }
 
 static int first_admin(crater_daemon_t *d, crater_error_t *err)
@@ -253,6 +258,7 @@ static int first_admin(crater_daemon_t *d, crater_error_t *err)
                    CRATER_ROLE_ADMIN,
                    NULL,
                    "first admin",
+                   0,
                    tok,
                    sizeof(tok),
                    err)

@@ -42,11 +42,13 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                char *buf,
                                size_t size,
                                crater_error_t *err);
-/* The same with a name kept in the token's record (NULL = none). */
+/* The same with a name kept in the token's record (NULL = none) and an
+ * expiry time in ms since the epoch (0 = never). */
 int crater_daemon_create_token_named(crater_daemon_t *d,
                                      const char *role,
                                      const char *tenant_or_node,
                                      const char *name,
+                                     int64_t expires_ms,
                                      char *buf,
                                      size_t size,
                                      crater_error_t *err);

@@ -152,7 +152,9 @@ typedef struct dtenant {
 } dtenant_t;
 
 typedef struct dtoken {
-    crater_token_rec_t rec;
+    crater_token_rec_t rec; /* rec.last_used_ms: the last request's time */
+    int64_t stored_used_ms; /* the last_used_ms the store holds */
+    bool revoking;          /* its delete is being committed */
 } dtoken_t;
 
 struct crater_daemon {
@@ -348,7 +350,11 @@ int tenant_admit(crater_daemon_t *d,
                  const char *tenant,
                  const crater_jobspec_t *spec,
                  crater_error_t *err);
-const crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok);
+crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok);
+/* Store a token's last use at its first use, then when it moved on by a
+ * minute (a write per request would double the store's load); caller
+ * holds d->mu. */
+void tokens_flush_use(crater_daemon_t *d, int64_t now);
 int token_add(crater_daemon_t *d, crater_token_rec_t *rec); /* steals */
 
 /* ---- api_*.c --------------------------------------------------------------

@@ -513,6 +513,7 @@ static void *sched_main(void *arg)
             }
             node_health_tick(d, now);
             node_poll_tick(d, now);
+            tokens_flush_use(d, now);
             if (now >= next_expire) {
                 jobs_expire(d, now);
                 next_expire = now + jobs_expire_every(d);

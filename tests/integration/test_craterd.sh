@@ -69,6 +69,22 @@ api DELETE "/api/v1/tokens/$tmphash" "$admin"; expect "revoke twice" 404
 api DELETE "/api/v1/tokens/$(echo -n "$admin" | sha256sum | cut -d' ' -f1)" "$admin"
 expect "the last admin token" 409 '.error | test("last admin token")'
 api DELETE "/api/v1/tokens/$tmphash" "$ua"; expect "a user revokes" 403
+# expiry: a token stops working when it expires; list shows last use
+echo '{"role":"user","tenant":"team-b","expires":"6s"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "expiring token" 201 '.expires_ms > 0'
+exptok=$(field .token); exphash=$(field .hash)
+api GET /api/v1/jobs "$exptok"; expect "token works before it expires" 200
+api GET /api/v1/tokens "$admin"
+expect "last use listed" 200 "[.items[] | select(.hash == \"$exphash\") | .last_used_ms > 0 and .expired == false] == [true]"
+until_ 60 'api GET /api/v1/jobs "$exptok"; [ "$code" = 401 ]' && ok || bad "token never expired"
+expect "expired token refused" 401 '.error | test("expired")'
+api GET /api/v1/tokens "$admin"; expect "listed as expired" 200 "[.items[] | select(.hash == \"$exphash\") | .expired] == [true]"
+"${CRATER_BIN:?}" token list --server "$url" --token "$admin" >"$tmp/tl" 2>&1 \
+    && grep -q "^${exphash:0:12} .* expired" "$tmp/tl" && grep -q "alice" "$tmp/tl" && ok || bad "crater token list: $(cat "$tmp/tl")"
+for e in '"expires":"0s"' '"expires":"soon"' '"expires":"11000d"' '"expiry":"1d"'; do
+    echo "{\"role\":\"user\",\"tenant\":\"team-b\",$e}" >"$tmp/t"
+    api POST /api/v1/tokens "$admin" "$tmp/t"; expect "token with $e" 400 '.field | test("^expir")'
+done
 
 # ---- input errors -------------------------------------------------------------
 printf '{"name": ' >"$tmp/j"
@@ -250,6 +266,7 @@ api GET "/api/v1/jobs?state=pending" "$admin"
 expect "pending survive restart" 200 "[.items[].id] == $pending_before"
 api GET "/api/v1/jobs/$high" "$admin"; expect "running survives restart" 200 ".state == \"running\" and .placement.node == \"$node\""
 api GET "/api/v1/jobs/$ja" "$ua"; expect "tokens survive restart" 200 '.state == "succeeded"'
+api GET /api/v1/tokens "$admin"; expect "last use survives restart" 200 '[.items[] | select(.name == "alice") | .last_used_ms > 0] == [true]'
 api GET "/api/v1/nodes/$node" "$admin"; expect "node waits for agent" 200 '.state == "NotReady"'
 # the agent holds (adopted) the running task: it stays running, and the
 # answer says how much of its output craterd has
