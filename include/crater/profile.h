@@ -32,6 +32,15 @@ typedef struct crater_profile {
 typedef struct crater_profiles crater_profiles_t;
 
 crater_profiles_t *crater_profiles_create(void);
+/* A tenant's registry: empty (no built-in default). */
+crater_profiles_t *crater_profiles_create_tenant(void);
+/* Put shared (borrowed; it must outlive reg) before reg: a name shared
+ * holds resolves there whatever reg holds, and decoding a profile whose
+ * name shared holds into reg is CRATER_EEXIST at "name" (a tenant
+ * cannot shadow an admin's profile). A store loads a tenant's profiles
+ * before it calls this: an admin may publish a name a tenant had. */
+void crater_profiles_share(crater_profiles_t *reg,
+                           const crater_profiles_t *shared);
 void crater_profiles_destroy(crater_profiles_t *reg);
 
 /* Decode a Profile document (kind: Profile) and add it. Each variant is

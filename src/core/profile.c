@@ -18,6 +18,7 @@
 #include "crater/profile.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 struct crater_profiles {
     crater_profile_t **v;
     size_t n, cap;
+    const crater_profiles_t *shared; /* a tenant's: the admin's profiles */
 };
 
 /* ---- profiles and versions ---------------------------------------------- */
@@ -186,6 +188,17 @@ crater_profiles_t *crater_profiles_create(void)
     return reg;
 }
 
+crater_profiles_t *crater_profiles_create_tenant(void)
+{
+    return calloc(1, sizeof(crater_profiles_t));
+}
+
+void crater_profiles_share(crater_profiles_t *reg,
+                           const crater_profiles_t *shared)
+{
+    reg->shared = shared;
+}
+
 void crater_profiles_destroy(crater_profiles_t *reg)
 {
     if (!reg)
@@ -225,6 +238,15 @@ static int split_ref(const char *ref,
     return 1;
 }
 
+/* Does reg hold a version of profile name? */
+static bool has_name(const crater_profiles_t *reg, const char *name)
+{
+    for (size_t i = 0; reg && i < reg->n; i++)
+        if (strcmp(reg->v[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
 const crater_profile_t *crater_profiles_get(const crater_profiles_t *reg,
                                             const char *ref)
 {
@@ -236,6 +258,9 @@ const crater_profile_t *crater_profiles_get(const crater_profiles_t *reg,
         return NULL;
     if (version && !valid_version(version))
         return NULL;
+    /* a shared name is the shared profile's, whatever the tenant holds */
+    if (has_name(reg->shared, name))
+        return crater_profiles_get(reg->shared, ref);
     for (size_t i = 0; i < reg->n; i++) {
         const crater_profile_t *p = reg->v[i];
         if (strcmp(p->name, name) != 0)
@@ -433,6 +458,15 @@ static int check_new(crater_dec_t *d,
                                CRATER_EMISSING,
                                "a profile needs a training or an inference "
                                "variant");
+    if (has_name(reg->shared, p->name)) {
+        crater_dec_push_key(d, "name");
+        return crater_dec_fail(d,
+                               CRATER_EEXIST,
+                               "profile '%s' is a shared profile (an admin's): "
+                               "a tenant's profile cannot shadow it; choose "
+                               "another name",
+                               p->name);
+    }
     for (size_t i = 0; i < reg->n; i++) {
         const crater_profile_t *q = reg->v[i];
         if (strcmp(q->name, p->name) == 0
@@ -646,6 +680,8 @@ static int unknown_profile(const crater_profiles_t *reg,
 
     if (!split_ref(ref, name, sizeof(name), &version))
         name[0] = '\0';
+    if (reg->shared && !list_profiles(reg, name, 1, list, sizeof(list)))
+        return unknown_profile(reg->shared, d, ref);
     if (list_profiles(reg, name, 1, list, sizeof(list)))
         return crater_dec_fail(d,
                                CRATER_ENOENT,

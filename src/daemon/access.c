@@ -167,7 +167,8 @@ crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok)
 
     crater_token_hash(tok, hex);
     for (size_t i = 0; i < d->ntokens; i++)
-        if (crater_token_hash_equal(d->tokens[i]->rec.hash, hex))
+        if (crater_token_hash_equal(d->tokens[i]->rec.hash, hex)
+            && !d->tokens[i]->revoking)
             found = &d->tokens[i]->rec;
     return found;
 }
@@ -218,4 +219,54 @@ int token_add(crater_daemon_t *d, crater_token_rec_t *rec)
 fail:
     crater_token_rec_free(rec);
     return -1;
+}
+
+/* ---- tenants' profiles ---------------------------------------------------
+ */
+
+crater_profiles_t *tenant_profiles(crater_daemon_t *d,
+                                   const char *tenant,
+                                   bool create)
+{
+    struct tprofiles *n;
+
+    for (size_t i = 0; tenant && i < d->ntprofiles; i++)
+        if (strcmp(d->tprofiles[i].tenant, tenant) == 0)
+            return d->tprofiles[i].reg;
+    if (!tenant || !create)
+        return NULL;
+    if (d->ntprofiles == d->captprofiles) {
+        size_t cap = d->captprofiles ? d->captprofiles * 2 : 8;
+        if (!(n = realloc(d->tprofiles, cap * sizeof(*n))))
+            return NULL;
+        d->tprofiles = n;
+        d->captprofiles = cap;
+    }
+    n = &d->tprofiles[d->ntprofiles];
+    if (!(n->tenant = strdup(tenant))
+        || !(n->reg = crater_profiles_create_tenant())) {
+        free(n->tenant);
+        return NULL;
+    }
+    crater_profiles_share(n->reg, d->profiles);
+    d->ntprofiles++;
+    return n->reg;
+}
+
+const crater_profiles_t *profiles_for(crater_daemon_t *d, const char *tenant)
+{
+    const crater_profiles_t *t = tenant_profiles(d, tenant, false);
+
+    return t ? t : d->profiles;
+}
+
+void tenant_profiles_free(crater_daemon_t *d)
+{
+    for (size_t i = 0; i < d->ntprofiles; i++) {
+        free(d->tprofiles[i].tenant);
+        crater_profiles_destroy(d->tprofiles[i].reg);
+    }
+    free(d->tprofiles);
+    d->tprofiles = NULL;
+    d->ntprofiles = d->captprofiles = 0;
 }

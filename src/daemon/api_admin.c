@@ -200,12 +200,17 @@ static dtoken_t *token_by_hash(crater_daemon_t *d,
     return found;
 }
 
+/* Out of the list, into d->revoked (requests in flight may still point
+ * into its record). */
 static void token_forget(crater_daemon_t *d, const char *hash)
 {
     for (size_t i = 0; i < d->ntokens; i++)
         if (strcmp(d->tokens[i]->rec.hash, hash) == 0) {
-            crater_token_rec_free(&d->tokens[i]->rec);
-            free(d->tokens[i]);
+            dtoken_t **g = realloc(d->revoked, (d->nrevoked + 1) * sizeof(*g));
+            if (!g) /* listed still, but revoking: never matches */
+                return;
+            d->revoked = g;
+            d->revoked[d->nrevoked++] = d->tokens[i];
             d->tokens[i] = d->tokens[--d->ntokens];
             return;
         }
@@ -449,20 +454,40 @@ static void h_tenants(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 /* ---- profiles --------------------------------------------------------------
  */
 
+/* A profile as the API shows it: its document plus whose it is. */
+static json_t *profile_json(const crater_profile_t *pr, const char *tenant)
+{
+    json_t *o = crater_profile_encode(pr);
+
+    if (o && tenant)
+        json_object_set_new(o, "tenant", json_string(tenant));
+    else if (o)
+        json_object_set_new(o, "shared", json_true());
+    return o;
+}
+
+/* Publish root into tenant's registry (NULL: the shared one). Caller
+ * holds d->mu. */
 static void profile_add(crater_daemon_t *d,
+                        const char *tenant,
                         json_t *root,
                         const crater_doc_t *doc,
                         crater_http_resp_t *resp)
 {
-    size_t before = crater_profiles_count(d->profiles);
-    const crater_profile_t *pr;
+    crater_profiles_t *reg;
+    const crater_profile_t *pr = NULL;
     crater_error_t err = {0};
     crater_dec_t dec;
     char key[512];
+    int rc = -1;
 
     crater_dec_init(&dec, doc, 0, &err);
     pthread_rwlock_wrlock(&d->prof_lock);
-    int rc = crater_profile_decode(&dec, root, d->profiles);
+    reg = tenant ? tenant_profiles(d, tenant, true) : d->profiles;
+    if (!reg)
+        crater_errorf(&err, CRATER_ENOMEM, "out of memory");
+    else if ((rc = crater_profile_decode(&dec, root, reg)) == 0)
+        pr = crater_profiles_at(reg, crater_profiles_count(reg) - 1);
     pthread_rwlock_unlock(&d->prof_lock);
     if (rc < 0) {
         if (strstr(err.text, "exists") || strstr(err.text, "already"))
@@ -470,15 +495,56 @@ static void profile_add(crater_daemon_t *d,
         crater_http_error(resp, &err);
         return;
     }
-    if (crater_profiles_count(d->profiles) == before)
-        return;
-    pr =
-        crater_profiles_at(d->profiles, crater_profiles_count(d->profiles) - 1);
-    snprintf(key, sizeof(key), KEY_PROFILES "%s@%s", pr->name, pr->version);
+    snprintf(key,
+             sizeof(key),
+             KEY_PROFILES "%s%s%s@%s",
+             tenant ? tenant : "",
+             tenant ? "/" : "",
+             pr->name,
+             pr->version);
     persist_put_json(d, key, json_deep_copy(root), NULL, NULL);
-    crater_http_json(resp, 201, crater_profile_encode(pr));
+    crater_http_json(resp, 201, profile_json(pr, tenant));
 }
 
+/* The tenant a profile request is about: a user's own; for an admin the
+ * ?tenant= parameter (NULL: the shared profiles). -1 (resp filled) when
+ * that parameter is not a tenant name or a user names another tenant. */
+static int profile_tenant(crater_http_req_t *r,
+                          const principal_t *p,
+                          const char **tenant,
+                          crater_http_resp_t *resp)
+{
+    const char *q = crater_http_query(r, "tenant");
+    size_t n = q ? strlen(q) : 0;
+
+    *tenant = user_tenant(p);
+    if (!q)
+        return 0;
+    if (n == 0 || n > 63
+        || strspn(q, "abcdefghijklmnopqrstuvwxyz0123456789-.") != n
+        || q[0] == '-' || q[0] == '.' || q[n - 1] == '-' || q[n - 1] == '.') {
+        api_errorf(resp,
+                   CRATER_EINVAL,
+                   "tenant",
+                   "tenant: '%s' is not a tenant name",
+                   q);
+        return -1;
+    }
+    if (*tenant && strcmp(*tenant, q) != 0) {
+        api_errorf(resp,
+                   CRATER_EPERM,
+                   "tenant",
+                   "tenant: a user token works only with its tenant's "
+                   "profiles");
+        return -1;
+    }
+    *tenant = q;
+    return 0;
+}
+
+/* POST /api/v1/profiles: an admin publishes a shared profile (or, with
+ * ?tenant=T, one of T's); a user publishes into its own tenant, where a
+ * shared name cannot be shadowed and other tenants never look. */
 static void h_profile_create(crater_http_req_t *r,
                              crater_http_resp_t *resp,
                              void *arg)
@@ -486,23 +552,15 @@ static void h_profile_create(crater_http_req_t *r,
     crater_daemon_t *d = arg;
     crater_error_t err = {0};
     crater_doc_t *doc = NULL;
+    const char *tenant;
     principal_t p;
     size_t len;
     const char *body = crater_http_body(r, &len);
 
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) < 0)
+    if (api_auth(d, r, resp, &p) < 0
+        || profile_tenant(r, &p, &tenant, resp) < 0)
         goto out;
-    if (p.role != CRATER_ROLE_ADMIN) {
-        /* profiles are shared by every tenant: a tenant publishing
-         * default@99 would change other tenants' jobs */
-        api_errorf(resp,
-                   CRATER_EPERM,
-                   NULL,
-                   "profiles are shared by every tenant, so only an admin "
-                   "publishes them");
-        goto out;
-    }
     if (crater_doc_parse(body, len, "body", &doc, &err) < 0) {
         crater_http_error(resp, &err);
         goto out;
@@ -514,7 +572,7 @@ static void h_profile_create(crater_http_req_t *r,
                    "kind",
                    "body must be one document with kind: Profile");
     else {
-        profile_add(d, crater_doc_root(doc, 0), doc, resp);
+        profile_add(d, tenant, crater_doc_root(doc, 0), doc, resp);
         api_answer_when_stored(d, r, resp);
     }
 out:
@@ -522,37 +580,64 @@ out:
     pthread_mutex_unlock(&d->mu);
 }
 
+static void add_profiles(json_t *items,
+                         const crater_profiles_t *reg,
+                         const char *tenant)
+{
+    for (size_t i = 0; i < crater_profiles_count(reg); i++)
+        json_array_append_new(items,
+                              profile_json(crater_profiles_at(reg, i), tenant));
+}
+
+/* GET /api/v1/profiles: the shared profiles, then the tenants' own (a
+ * user sees its tenant's only). Each carries "tenant" or "shared". */
 static void h_profiles(crater_http_req_t *r,
                        crater_http_resp_t *resp,
                        void *arg)
 {
     crater_daemon_t *d = arg;
+    const char *mine;
     principal_t p;
     json_t *items;
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) == 0) {
+        mine = user_tenant(&p);
         items = json_array();
-        for (size_t i = 0; i < crater_profiles_count(d->profiles); i++)
-            json_array_append_new(items,
-                                  crater_profile_encode(
-                                      crater_profiles_at(d->profiles, i)));
+        add_profiles(items, d->profiles, NULL);
+        for (size_t i = 0; i < d->ntprofiles; i++)
+            if (!mine || strcmp(mine, d->tprofiles[i].tenant) == 0)
+                add_profiles(items,
+                             d->tprofiles[i].reg,
+                             d->tprofiles[i].tenant);
         crater_http_json(resp, 200, json_pack("{s:o}", "items", items));
     }
     pthread_mutex_unlock(&d->mu);
 }
 
+/* GET /api/v1/profiles/{ref}: resolved as a job of the tenant would
+ * resolve it (shared names first). */
 static void h_profile(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
-    const char *ref = crater_http_param(r, "ref");
+    const char *ref = crater_http_param(r, "ref"), *tenant;
+    const crater_profiles_t *reg;
     const crater_profile_t *pr;
     principal_t p;
 
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0) {
-        if ((pr = crater_profiles_get(d->profiles, ref)))
-            crater_http_json(resp, 200, crater_profile_encode(pr));
+    if (api_auth(d, r, resp, &p) == 0
+        && profile_tenant(r, &p, &tenant, resp) == 0) {
+        reg = profiles_for(d, tenant);
+        pr = crater_profiles_get(reg, ref);
+        if (pr)
+            crater_http_json(resp,
+                             200,
+                             profile_json(pr,
+                                          crater_profiles_get(d->profiles, ref)
+                                                  == pr
+                                              ? NULL
+                                              : tenant));
         else
             api_errorf(resp, CRATER_ENOENT, "ref", "no profile '%s'", ref);
     }

@@ -475,7 +475,8 @@ static void h_submit(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     pthread_mutex_unlock(&d->mu);
     if (rc < 0)
         return;
-    if (job_parse_docs(d, body, len, &docs, &ndocs, &err) < 0) {
+    if (job_parse_docs(d, user_tenant(&p), body, len, &docs, &ndocs, &err)
+        < 0) {
         crater_http_error(resp, &err);
         return;
     }
@@ -982,7 +983,7 @@ static void h_schedule(crater_http_req_t *r,
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0)
         goto out;
-    if (job_parse_body(d, body, len, &spec, &norm, &err) < 0) {
+    if (job_parse_body(d, user_tenant(&p), body, len, &spec, &norm, &err) < 0) {
         crater_http_error(resp, &err);
         goto out;
     }

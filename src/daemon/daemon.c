@@ -385,6 +385,11 @@ static void free_state(crater_daemon_t *d)
         free(d->tokens[i]);
     }
     free(d->tokens);
+    for (size_t i = 0; i < d->nrevoked; i++) {
+        crater_token_rec_free(&d->revoked[i]->rec);
+        free(d->revoked[i]);
+    }
+    free(d->revoked);
 }
 
 void crater_daemon_stop(crater_daemon_t *d)
@@ -407,6 +412,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     crater_metrics_destroy(d->metrics);
     crater_sched_destroy(d->sched);
     crater_queue_destroy(d->queue);
+    tenant_profiles_free(d);
     crater_profiles_destroy(d->profiles);
     crater_kb_destroy(d->kb);
     free(d->fresh);

@@ -171,7 +171,12 @@ struct crater_daemon {
     crater_kb_t *kb;
     crater_sched_t *sched;
     crater_queue_t *queue;
-    crater_profiles_t *profiles;
+    crater_profiles_t *profiles; /* shared: the admin's */
+    struct tprofiles {           /* each tenant's own, under prof_lock */
+        char *tenant;
+        crater_profiles_t *reg;
+    } * tprofiles;
+    size_t ntprofiles, captprofiles;
     crater_store_t *store;
     crater_metrics_t *metrics;
     crater_http_server_t *http;
@@ -196,6 +201,10 @@ struct crater_daemon {
 
     dtoken_t **tokens;
     size_t ntokens, captokens;
+    /* revoked tokens: freed only at the end, as a principal_t taken under
+     * d->mu keeps pointing into its record after the lock is dropped */
+    dtoken_t **revoked;
+    size_t nrevoked;
 
     FILE *declog;
     char *declog_path;
@@ -236,8 +245,10 @@ typedef struct job_doc {
     json_t *norm;
 } job_doc_t;
 /* Every Job document of a body (up to the loader's 256), all or none:
- * *docs (n of them) freed with job_docs_free(). */
+ * *docs (n of them) freed with job_docs_free(). tenant: the user's (its
+ * profiles expand the jobs), or NULL for each document's own. */
 int job_parse_docs(crater_daemon_t *d,
+                   const char *tenant,
                    const char *body,
                    size_t len,
                    job_doc_t **docs,
@@ -246,6 +257,7 @@ int job_parse_docs(crater_daemon_t *d,
 void job_docs_free(job_doc_t *docs, size_t n);
 /* Parse a body (JSON or YAML) of one Job into spec + normalised JSON. */
 int job_parse_body(crater_daemon_t *d,
+                   const char *tenant,
                    const char *body,
                    size_t len,
                    crater_jobspec_t **spec,
@@ -356,6 +368,16 @@ crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok);
  * holds d->mu. */
 void tokens_flush_use(crater_daemon_t *d, int64_t now);
 int token_add(crater_daemon_t *d, crater_token_rec_t *rec); /* steals */
+/* Tenant t's own profile registry; with create, made (empty, after the
+ * shared ones) when missing. NULL when absent (or ENOMEM). Caller holds
+ * d->prof_lock (for writing when create). */
+crater_profiles_t *tenant_profiles(crater_daemon_t *d,
+                                   const char *tenant,
+                                   bool create);
+/* The registry a job of tenant resolves its profile in: the tenant's
+ * (which defers to the shared names) or the shared one. prof_lock held. */
+const crater_profiles_t *profiles_for(crater_daemon_t *d, const char *tenant);
+void tenant_profiles_free(crater_daemon_t *d);
 
 /* ---- api_*.c --------------------------------------------------------------
  */
@@ -372,6 +394,11 @@ int api_auth(crater_daemon_t *d,
              crater_http_resp_t *resp,
              principal_t *p);
 int api_require_admin(const principal_t *p, crater_http_resp_t *resp);
+/* A user's tenant; NULL for admins and agents. */
+static inline const char *user_tenant(const principal_t *p)
+{
+    return p->role == CRATER_ROLE_USER ? p->tenant : NULL;
+}
 void api_errorf(crater_http_resp_t *resp,
                 crater_errno_t e,
                 const char *field,

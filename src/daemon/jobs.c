@@ -584,9 +584,11 @@ fail:
     return NULL;
 }
 
-/* One Job document of doc, expanded through the profile registry and
+/* One Job document of doc, expanded through the profile registry of its
+ * tenant (the user's, or for an admin the document's "tenant") and
  * decoded and validated like `crater validate`. */
 static int parse_doc(crater_daemon_t *d,
+                     const char *tenant,
                      crater_doc_t *doc,
                      size_t i,
                      crater_jobspec_t **spec,
@@ -597,6 +599,8 @@ static int parse_doc(crater_daemon_t *d,
     crater_dec_t dec;
     int rc = -1;
 
+    if (!tenant)
+        tenant = json_string_value(json_object_get(root, "tenant"));
     *spec = NULL;
     crater_dec_init(&dec, doc, i, err);
     if (crater_kind_of(root) != CRATER_KIND_JOB)
@@ -606,7 +610,7 @@ static int parse_doc(crater_daemon_t *d,
                                    "document %zu: kind: expected Job",
                                    i + 1);
     pthread_rwlock_rdlock(&d->prof_lock);
-    job = crater_profiles_expand(d->profiles, &dec, root);
+    job = crater_profiles_expand(profiles_for(d, tenant), &dec, root);
     pthread_rwlock_unlock(&d->prof_lock);
     if (job && crater_jobspec_decode(&dec, job, spec) == 0
         && crater_jobspec_validate(*spec, d->kb, err) == 0) {
@@ -622,6 +626,7 @@ static int parse_doc(crater_daemon_t *d,
 }
 
 int job_parse_body(crater_daemon_t *d,
+                   const char *tenant,
                    const char *body,
                    size_t len,
                    crater_jobspec_t **spec,
@@ -640,12 +645,13 @@ int job_parse_body(crater_daemon_t *d,
                       "body holds %zu documents; one is expected here",
                       crater_doc_count(doc));
     else
-        rc = parse_doc(d, doc, 0, spec, norm, err);
+        rc = parse_doc(d, tenant, doc, 0, spec, norm, err);
     crater_doc_destroy(doc);
     return rc;
 }
 
 int job_parse_docs(crater_daemon_t *d,
+                   const char *tenant,
                    const char *body,
                    size_t len,
                    job_doc_t **docs,
@@ -668,7 +674,14 @@ int job_parse_docs(crater_daemon_t *d,
         return -1;
     }
     for (; k < nd; k++)
-        if (parse_doc(d, doc, k, &(*docs)[k].spec, &(*docs)[k].norm, err) < 0)
+        if (parse_doc(d,
+                      tenant,
+                      doc,
+                      k,
+                      &(*docs)[k].spec,
+                      &(*docs)[k].norm,
+                      err)
+            < 0)
             break;
     crater_doc_destroy(doc);
     *n = k;

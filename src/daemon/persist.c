@@ -173,16 +173,43 @@ static int load_tenant(crater_daemon_t *d,
     return crater_queue_set_tenant_weight(d->queue, t->name, w, err);
 }
 
+/* A tenant's registry during the load: created unshared, so that loading
+ * never refuses a name an admin published after the tenant did. */
+static crater_profiles_t *load_tenant_profiles(crater_daemon_t *d,
+                                               const char *tenant)
+{
+    crater_profiles_t *reg = tenant_profiles(d, tenant, true);
+
+    if (reg)
+        crater_profiles_share(reg, NULL);
+    return reg;
+}
+
 static int load_profile(crater_daemon_t *d,
                         json_t *v,
                         const char *key,
                         crater_error_t *err)
 {
+    const char *rest = key + strlen(KEY_PROFILES), *slash = strchr(rest, '/');
+    crater_profiles_t *reg = d->profiles;
+    char tenant[128];
     crater_dec_t dec;
 
-    (void)key;
+    /* KEY_PROFILES<tenant>/<name>@<version>: a tenant's own. Its shadow
+     * check is off while loading (its registry sees the shared ones only
+     * when created through tenant_profiles after the shared are in): an
+     * admin may have published its name later. */
+    if (slash) {
+        if ((size_t)(slash - rest) >= sizeof(tenant))
+            return crater_errorf(err, CRATER_EINVAL, "%s: bad key", key);
+        memcpy(tenant, rest, (size_t)(slash - rest));
+        tenant[slash - rest] = '\0';
+        reg = load_tenant_profiles(d, tenant);
+        if (!reg)
+            return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
     crater_dec_init(&dec, NULL, 0, err);
-    return crater_profile_decode(&dec, v, d->profiles);
+    return crater_profile_decode(&dec, v, reg);
 }
 
 static int load_node(crater_daemon_t *d,
@@ -251,6 +278,8 @@ int persist_load(crater_daemon_t *d, crater_error_t *err)
         || load_prefix(d, KEY_NODES, load_node, err) < 0
         || load_prefix(d, KEY_JOBS, load_job, err) < 0)
         return -1;
+    for (size_t i = 0; i < d->ntprofiles; i++)
+        crater_profiles_share(d->tprofiles[i].reg, d->profiles);
     /* a preemptor waiting for victims restarts its wait from scratch */
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];

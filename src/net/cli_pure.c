@@ -1245,16 +1245,21 @@ int cli_print_top(FILE *fp, const json_t *items)
 
 int cli_print_profiles(FILE *fp, const json_t *items)
 {
-    static const char *const head[] = {"NAME", "VERSION", "DESCRIPTION"};
-    table_t t = {.ncols = 3};
+    static const char *const head[] = {"NAME",
+                                       "VERSION",
+                                       "OWNER",
+                                       "DESCRIPTION"};
+    table_t t = {.ncols = 4};
     size_t i;
     json_t *p;
 
     table_row(&t, head);
     json_array_foreach(items, i, p)
     {
+        const char *owner = json_string_value(json_object_get(p, "tenant"));
         const char *row[] = {str_of(p, "name"),
                              str_of(p, "version"),
+                             owner ? owner : "shared",
                              str_of(p, "description")};
         table_row(&t, row);
     }

@@ -115,9 +115,24 @@ api POST "/api/v1/nodes/$node/cordon" "$ua"; expect "user cannot cordon" 403
 echo '{"version":"0.1.0","node":{}}' >"$tmp/r"
 api POST "/api/v1/agents/$node/register" "$other"; expect "agent of other node" 403
 
-printf 'apiVersion: crater/v1\nkind: Profile\nname: default\nversion: "99"\nspec: {env: {LD_PRELOAD: /tmp/evil.so}}\n' >"$tmp/prof"
-api POST /api/v1/profiles "$ub" "$tmp/prof"; expect "a tenant publishes a shared profile" 403 '.error | test("only an admin")'
+# profiles per tenant: a tenant's own profiles are its own; the shared
+# (admin) names cannot be shadowed
+printf 'apiVersion: crater/v1\nkind: Profile\nname: default\nversion: "99"\ntraining: {env: {LD_PRELOAD: /tmp/evil.so}}\n' >"$tmp/prof"
+api POST /api/v1/profiles "$ub" "$tmp/prof"; expect "a tenant shadows the shared default" 409 '.field == "name" and (.error | test("cannot shadow"))'
 api GET /api/v1/profiles "$ua"; expect "nothing published" 200 '[.items[] | select(.version == "99")] | length == 0'
+printf 'apiVersion: crater/v1\nkind: Profile\nname: b-env\nversion: "1"\ntraining: {env: {SECRET_OF_B: "yes"}}\n' >"$tmp/prof"
+api POST /api/v1/profiles "$ub" "$tmp/prof"; expect "a tenant publishes its own" 201 '.tenant == "team-b"'
+api GET /api/v1/profiles "$ua"; expect "another tenant does not see it" 200 '[.items[] | select(.name == "b-env")] | length == 0'
+api GET /api/v1/profiles/b-env "$ua"; expect "nor get it" 404
+api GET /api/v1/profiles/b-env "$ub"; expect "its tenant gets it" 200 '.tenant == "team-b"'
+api GET /api/v1/profiles "$admin"; expect "an admin sees all" 200 '([.items[] | select(.name == "b-env" and .tenant == "team-b")] | length == 1) and ([.items[] | select(.name == "default")][0].shared == true)'
+job "$tmp/j" use-b "profile: b-env" "priority: -100" "resources: {cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$ua" "$tmp/j"; expect "another tenant's job cannot use it" 404 '.field == "profile" and (.error | test("unknown profile"))'
+api POST /api/v1/jobs "$ub" "$tmp/j"; expect "its tenant's job uses it" 201 '.spec.env.SECRET_OF_B == "yes" or (.spec.env | tostring | test("SECRET_OF_B"))'
+bjob=$(field .id)
+api POST "/api/v1/jobs/$bjob/cancel" "$ub"
+api POST "/api/v1/profiles?tenant=team-a" "$ub" "$tmp/prof"; expect "a user publishes for another tenant" 403 '.field == "tenant"'
+api POST "/api/v1/profiles?tenant=Team_A" "$admin" "$tmp/prof"; expect "bad tenant parameter" 400 '.field == "tenant"'
 
 # ---- paging -------------------------------------------------------------------
 for i in 1 2 3 4 5; do
@@ -266,6 +281,8 @@ api GET "/api/v1/jobs?state=pending" "$admin"
 expect "pending survive restart" 200 "[.items[].id] == $pending_before"
 api GET "/api/v1/jobs/$high" "$admin"; expect "running survives restart" 200 ".state == \"running\" and .placement.node == \"$node\""
 api GET "/api/v1/jobs/$ja" "$ua"; expect "tokens survive restart" 200 '.state == "succeeded"'
+api GET /api/v1/profiles/b-env "$ub"; expect "a tenant profile survives restart" 200 '.tenant == "team-b"'
+api GET /api/v1/profiles/b-env "$ua"; expect "and stays its own" 404
 api GET /api/v1/tokens "$admin"; expect "last use survives restart" 200 '[.items[] | select(.name == "alice") | .last_used_ms > 0] == [true]'
 api GET "/api/v1/nodes/$node" "$admin"; expect "node waits for agent" 200 '.state == "NotReady"'
 # the agent holds (adopted) the running task: it stays running, and the

@@ -265,6 +265,43 @@ START_TEST(duplicates_rejected)
 }
 END_TEST
 
+/* A tenant's registry: its own names, the shared ones first and never
+ * shadowed; a store loads a tenant's before linking it. */
+START_TEST(tenant_registry)
+{
+    crater_profiles_t *shared = reg_with_bert();
+    crater_profiles_t *t = crater_profiles_create_tenant();
+    const crater_profile_t *p;
+
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(crater_profiles_count(t), 0); /* no built-in */
+    /* loaded before it is linked: a name the admin published later */
+    ck_assert_int_eq(add_text(t,
+                              "kind: Profile\nname: bert-train-infer\n"
+                              "version: 7\ntraining: {}\n"),
+                     0);
+    crater_profiles_share(t, shared);
+    p = crater_profiles_get(t, "bert-train-infer");
+    ck_assert_str_eq(p->version, "1.0"); /* the shared one wins */
+    ck_assert_ptr_null(crater_profiles_get(t, "bert-train-infer@7"));
+    ck_assert_ptr_nonnull(crater_profiles_get(t, "default"));
+    ck_assert_int_eq(add_text(t,
+                              "kind: Profile\nname: default\n"
+                              "version: 99\ntraining: {}\n"),
+                     -1);
+    ck_assert_int_eq(err.errnum, CRATER_EEXIST);
+    ck_assert_str_eq(err.field, "name");
+    ck_assert_int_eq(add_text(t,
+                              "kind: Profile\nname: mine\n"
+                              "version: 1\ntraining: {}\n"),
+                     0);
+    ck_assert_ptr_nonnull(crater_profiles_get(t, "mine@1"));
+    ck_assert_ptr_null(crater_profiles_get(shared, "mine"));
+    crater_profiles_destroy(t);
+    crater_profiles_destroy(shared);
+}
+END_TEST
+
 START_TEST(document_errors)
 {
     crater_profiles_t *reg = crater_profiles_create();
@@ -638,6 +675,7 @@ static Suite *profile_suite(void)
     tcase_add_test(tc, literal_versions);
     tcase_add_test(tc, highest_version);
     tcase_add_test(tc, duplicates_rejected);
+    tcase_add_test(tc, tenant_registry);
     tcase_add_test(tc, document_errors);
     tcase_add_test(tc, variant_errors);
     tcase_add_test(tc, legacy_translation);
