@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <libfyaml.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,20 @@ static char *token_text(const struct builder *b, struct fy_token *tok)
     return t ? strdup(t) : NULL;
 }
 
+/* Does the scalar hold a NUL ("a\0b" in double quotes)? Its C string
+ * would end there: a command "a\0b" ran as "a". */
+static bool holds_nul(struct fy_token *tok)
+{
+    size_t len = 0;
+    const char *t = tok ? fy_token_get_text(tok, &len) : NULL;
+
+    return t && memchr(t, '\0', len) != NULL;
+}
+
+#define NUL_MSG                                                        \
+    "a string holds a NUL character (\\0), which no command, path or " \
+    "name can carry"
+
 /* The value of a scalar event; *text receives its text (caller frees),
  * *literal whether that text must be kept as the literal. */
 static json_t *scalar_value(const struct builder *b,
@@ -481,6 +496,8 @@ static int take_key(struct builder *b,
     tok = fy_event_get_token(fye);
     if (!tok || !m) /* an implicit key, as in ": value" */
         return bfail(b, m, CRATER_EPARSE, "empty mapping key");
+    if (holds_nul(tok))
+        return bfail(b, m, CRATER_EINVAL, NUL_MSG);
     if (!(f->key = token_text(b, tok)))
         return bfail(b, m, CRATER_ENOMEM, "out of memory");
     f->keymark = *m;
@@ -536,6 +553,8 @@ static int on_value(struct builder *b,
     if (child_path(b) < 0)
         return bfail(b, m, CRATER_ELIMIT, "document nested too deeply");
     if (fye->type == FYET_SCALAR) {
+        if (holds_nul(fy_event_get_token(fye)))
+            return bfail(b, m, CRATER_EINVAL, NUL_MSG);
         v = scalar_value(b, fye, &text, &literal);
         rc = v ? map_add(b, m, literal ? text : NULL) : -1;
         if (v && rc < 0)

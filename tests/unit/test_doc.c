@@ -155,6 +155,13 @@ START_TEST(yaml_errors_have_lines)
         ck_assert_str_eq(parse_fail(wide, CRATER_EPARSE),
                          "t.yaml:1:401: invalid multiline plain key");
     }
+    /* issue 12: "a\0b" in double quotes once truncated to "a" */
+    ck_assert_str_eq(parse_fail("command: [\"a\\0b\"]\n", CRATER_EINVAL),
+                     "t.yaml:1:12: a string holds a NUL character (\\0), "
+                     "which no command, path or name can carry");
+    ck_assert_str_eq(parse_fail("env: {\"K\\0\": v}\n", CRATER_EINVAL),
+                     "t.yaml:1:8: a string holds a NUL character (\\0), "
+                     "which no command, path or name can carry");
     ck_assert_str_eq(parse_fail("m:\n%\nx\n", CRATER_EPARSE),
                      "t.yaml:2:2: Unsupported directive");
     crater_doc_destroy(parse("# c\n%YAML 1.2\n---\na: 1\n"));
