@@ -78,6 +78,8 @@ typedef struct crater_config {
         uint64_t max_body_bytes; /* server.maxBodySize */
         uint64_t decision_log_retention_ms; /* server.decisionLogRetention */
         uint64_t job_retention_ms;          /* server.jobRetention */
+        double default_cpu;      /* server.defaultCpu, cores; 0 = none */
+        uint64_t default_memory; /* server.defaultMemory; 0 = none */
     } server;
     struct {
         uint64_t max_bytes; /* logs.maxBytes (per stream and attempt) */

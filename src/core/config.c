@@ -248,6 +248,16 @@ static const row_t rows[] = {
  "with its events and logs, before craterd forgets it; a job still named "
  "in a waiting job's \"after\" is kept."},
 
+{"server.defaultCpu", T_DOUBLE, F(server.default_cpu), "1", 0, 1024, 0,
+ NULL, NULL,
+ "CPU cores a job gets (request and limit) when it asks for none, as a "
+ "Kubernetes LimitRange default; a tenant's own default "
+ "(PUT /api/v1/tenants) wins. 0: none (such a job runs unlimited)."},
+{"server.defaultMemory", T_BYTES, F(server.default_memory), "1Gi", 0,
+ 1024.0 * 1024 * 1024 * 1024 * 1024, 0, NULL, NULL,
+ "Memory a job gets (request and limit) when it asks for none; a "
+ "tenant's own default wins. 0: none."},
+
 {"logs.maxBytes", T_BYTES, F(logs.max_bytes), "256Mi", 4096,
  1024.0 * 1024 * 1024 * 1024, 0, NULL, NULL,
  "Most output craterd keeps of each stream (stdout, stderr) of each attempt "

@@ -11,6 +11,7 @@
  * than the quota in any dimension (GPUs, GPU memory, CPU, memory). The
  * error names the dimension, the quota and what is in use.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +172,33 @@ crater_token_rec_t *token_lookup(crater_daemon_t *d, const char *tok)
             && !d->tokens[i]->revoking)
             found = &d->tokens[i]->rec;
     return found;
+}
+
+/* ---- defaults (LimitRange) -------------------------------------------------
+ */
+
+void job_defaults(crater_daemon_t *d, crater_jobspec_t *spec, json_t *norm)
+{
+    const dtenant_t *t =
+        tenant_find(d, spec->tenant ? spec->tenant : "default");
+    uint64_t cpu = (uint64_t)(d->cfg.server.default_cpu * 1000.0 + 0.5);
+    uint64_t mem = d->cfg.server.default_memory;
+    json_t *res = json_object_get(norm, "resources");
+
+    if (t && t->d_cpu)
+        cpu = t->d_cpu;
+    if (t && t->d_mem)
+        mem = t->d_mem;
+    if (spec->resources.cpu_milli == 0 && cpu) {
+        spec->resources.cpu_milli = cpu;
+        if (json_is_object(res))
+            json_object_set_new(res, "cpu", json_sprintf("%" PRIu64 "m", cpu));
+    }
+    if (spec->resources.memory_bytes == 0 && mem) {
+        spec->resources.memory_bytes = mem;
+        if (json_is_object(res))
+            json_object_set_new(res, "memory", json_integer((json_int_t)mem));
+    }
 }
 
 #define USE_FLUSH_MS 60000

@@ -337,6 +337,7 @@ static int submit_doc(crater_daemon_t *d,
     size_t n = doc->spec->narray ? doc->spec->narray : 1;
     uint64_t first = d->next_id;
 
+    job_defaults(d, doc->spec, doc->norm);
     if (admit(d, doc->spec, err) < 0)
         return -1;
     for (size_t k = 0; k < n; k++) {
@@ -987,6 +988,7 @@ static void h_schedule(crater_http_req_t *r,
         crater_http_error(resp, &err);
         goto out;
     }
+    job_defaults(d, spec, norm);
     dry_run(d, spec, resp);
     crater_jobspec_destroy(spec);
     json_decref(norm);

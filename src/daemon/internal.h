@@ -149,6 +149,7 @@ typedef struct dtenant {
     bool has_quota;
     uint64_t q_gpus, q_gpu_mem, q_cpu, q_mem; /* 0 = unlimited */
     double weight;
+    uint64_t d_cpu, d_mem; /* defaults (millicores, bytes); 0 = server's */
 } dtenant_t;
 
 typedef struct dtoken {
@@ -358,6 +359,11 @@ int64_t jobs_expire_every(const crater_daemon_t *d);
  */
 dtenant_t *tenant_find(crater_daemon_t *d, const char *name);
 dtenant_t *tenant_get(crater_daemon_t *d, const char *name); /* creates */
+/* A job that asks no CPU or no memory gets its tenant's default, else
+ * server.defaultCpu / defaultMemory (as a Kubernetes LimitRange), in spec
+ * and in norm (its stored form), before the quota check counts it.
+ * Caller holds d->mu. */
+void job_defaults(crater_daemon_t *d, crater_jobspec_t *spec, json_t *norm);
 int tenant_admit(crater_daemon_t *d,
                  const char *tenant,
                  const crater_jobspec_t *spec,

@@ -134,6 +134,11 @@ api POST "/api/v1/jobs/$bjob/cancel" "$ub"
 api POST "/api/v1/profiles?tenant=team-a" "$ub" "$tmp/prof"; expect "a user publishes for another tenant" 403 '.field == "tenant"'
 api POST "/api/v1/profiles?tenant=Team_A" "$admin" "$tmp/prof"; expect "bad tenant parameter" 400 '.field == "tenant"'
 
+# ---- limits by default (LimitRange) -------------------------------------------
+printf 'name: no-ask\ncommand: [sleep, "1"]\npriority: -100\n' >"$tmp/j"
+api POST /api/v1/jobs "$ua" "$tmp/j"; expect "a job asking nothing gets the defaults" 201 '.spec.resources.cpu == "1000m" and .spec.resources.memory == 1073741824'
+api POST "/api/v1/jobs/$(field .id)/cancel" "$ua"
+
 # ---- paging -------------------------------------------------------------------
 for i in 1 2 3 4 5; do
     job "$tmp/j" page-$i "priority: -100" "resources: {cpu: 1, memory: 1Gi}"
