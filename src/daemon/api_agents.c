@@ -329,9 +329,12 @@ static void h_register(crater_http_req_t *r,
     if ((!n && resp->body) || check_protocol(body, resp) < 0
         || decode_body(body, dec_register, &reg, NULL, resp) < 0)
         goto out;
-    if (!n
-        && !(
-            n = register_node(d, crater_http_param(r, "node"), reg.node, resp)))
+    if (n)
+        node_check_hardware(d, n, reg.node);
+    else if (!(n = register_node(d,
+                                 crater_http_param(r, "node"),
+                                 reg.node,
+                                 resp)))
         goto out;
     seq = n->seq;
     mark_alive(d, n, dnow_ms());

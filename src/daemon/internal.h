@@ -130,6 +130,8 @@ typedef struct dnode {
     char *reason;
     int64_t last_hb_ms;
     int64_t notready_since_ms;
+    char *hw_change;         /* a re-registration reported other capacity: what
+                                (capacity stays as registered; NULL = none) */
     json_t *hw;              /* the Node document as stored */
     crater_cluster_t *model; /* hw decoded: the full model (the core keeps
                                 only what it schedules on) */
@@ -319,6 +321,11 @@ dnode_t *node_add(crater_daemon_t *d,
 json_t *node_to_json(crater_daemon_t *d, const dnode_t *n);
 json_t *nodes_to_json(crater_daemon_t *d); /* all nodes, one pass */
 int node_save(crater_daemon_t *d, dnode_t *n);
+/* A re-registering agent's hardware hw against n's registered capacity:
+ * GPUs, GPU memory, CPU, memory. On a difference n->hw_change says what
+ * (logged once per change); capacity never follows an agent's word, so a
+ * stolen agent token cannot invent capacity. Caller holds d->mu. */
+void node_check_hardware(crater_daemon_t *d, dnode_t *n, json_t *hw);
 void node_health_tick(crater_daemon_t *d, int64_t now);
 /* Work channel. */
 int node_push_work(crater_daemon_t *d, dnode_t *n, json_t *item);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "crater/hwfile.h"
+#include "crater/log.h"
 #include "crater/proto.h"
 #include "daemon/internal.h"
 
@@ -143,6 +144,63 @@ int node_save(crater_daemon_t *d, dnode_t *n)
 
     snprintf(key, sizeof(key), KEY_NODES "%s", n->name);
     return persist_put_json(d, key, v, NULL, NULL);
+}
+
+/* Total GPU memory of a node. */
+static uint64_t gpu_mem_of(const crater_node_t *n)
+{
+    uint64_t m = 0;
+
+    for (size_t i = 0; i < n->ngpus; i++)
+        m += n->gpus[i].memory_bytes;
+    return m;
+}
+
+void node_check_hardware(crater_daemon_t *d, dnode_t *n, json_t *hw)
+{
+    const crater_node_t *was = &n->model->nodes[0];
+    crater_cluster_t *c = NULL;
+    crater_error_t err = {0};
+    crater_dec_t dec;
+    char text[512];
+
+    crater_dec_init(&dec, NULL, 0, &err);
+    if (!hw || crater_hw_decode(&dec, hw, d->kb, &c) < 0 || c->nnodes != 1) {
+        snprintf(text, sizeof(text), "unreadable hardware: %s", err.text);
+    } else {
+        const crater_node_t *now = &c->nodes[0];
+        if (now->ngpus == was->ngpus && gpu_mem_of(now) == gpu_mem_of(was)
+            && crater_node_cpu_milli(now) == crater_node_cpu_milli(was)
+            && crater_node_memory_bytes(now) == crater_node_memory_bytes(was))
+            text[0] = '\0';
+        else
+            snprintf(text,
+                     sizeof(text),
+                     "the agent reports %zu GPUs, %" PRIu64 " B GPU memory, "
+                     "%" PRIu64 "m CPU, %" PRIu64 " B memory; the node keeps "
+                                                  "its "
+                     "registered %zu GPUs, "
+                     "%" PRIu64 " B, %" PRIu64 "m, %" PRIu64 " B",
+                     now->ngpus,
+                     gpu_mem_of(now),
+                     crater_node_cpu_milli(now),
+                     crater_node_memory_bytes(now),
+                     was->ngpus,
+                     gpu_mem_of(was),
+                     crater_node_cpu_milli(was),
+                     crater_node_memory_bytes(was));
+    }
+    crater_cluster_destroy(c);
+    if (!text[0] || (n->hw_change && !strcmp(n->hw_change, text))) {
+        if (!text[0]) {
+            free(n->hw_change);
+            n->hw_change = NULL;
+        }
+        return;
+    }
+    crater_log(LOG_WARNING, "node %s: hardware changed: %s", n->name, text);
+    free(n->hw_change);
+    n->hw_change = strdup(text);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -291,10 +349,19 @@ static json_t *node_json(crater_daemon_t *d, const dnode_t *n, node_agg_t *g)
                      jobs);
 }
 
+/* o with "hardware_change" when an agent reported other capacity. */
+static json_t *with_change(json_t *o, const dnode_t *n)
+{
+    if (o && n->hw_change)
+        json_object_set_new(o, "hardware_change", json_string(n->hw_change));
+    return o;
+}
+
 json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)
 {
     node_agg_t *agg = aggregate(d);
-    json_t *o = node_json(d, n, agg ? &agg[node_index(d, n)] : NULL);
+    json_t *o =
+        with_change(node_json(d, n, agg ? &agg[node_index(d, n)] : NULL), n);
 
     aggregate_free(d, agg);
     return o;
@@ -307,7 +374,10 @@ json_t *nodes_to_json(crater_daemon_t *d)
 
     for (size_t i = 0; i < d->nnodes; i++)
         json_array_append_new(items,
-                              node_json(d, d->nodes[i], agg ? &agg[i] : NULL));
+                              with_change(node_json(d,
+                                                    d->nodes[i],
+                                                    agg ? &agg[i] : NULL),
+                                          d->nodes[i]));
     aggregate_free(d, agg);
     return items;
 }

@@ -303,6 +303,16 @@ api GET "/api/v1/jobs/$high" "$admin"; expect "a job the agent no longer holds i
 api GET "/api/v1/agents/$node/work?after=$seq&wait_ms=2000" "$agent"
 expect "stray task stopped" 200 '[.items[] | select(.op == "stop" and .job == "999999")] | length == 1'
 
+# a re-registration cannot invent capacity: the node keeps what it
+# registered with, and says what the agent claimed
+api GET "/api/v1/nodes/$node" "$admin"; cap_before=$(jq -c .capacity "$tmp/body")
+jq '.node.nodes[0].cpus[0].threads = 4096 | .node.nodes[0].memory[0].capacity = 1125899906842624' "$tmp/r" >"$tmp/rbig"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/rbig"; expect "re-register with invented capacity" 200
+api GET "/api/v1/nodes/$node" "$admin"
+expect "capacity stays as registered" 200 "(.capacity | tostring) == \"$(echo "$cap_before" | sed 's/"/\\"/g')\" and (.hardware_change | test(\"keeps its registered\"))"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"
+api GET "/api/v1/nodes/$node" "$admin"; expect "the flag clears when the agent agrees again" 200 '.hardware_change == null'
+
 # ---- attacks on the agent protocol: another node's agent forges a log --------------
 jq '.node.nodes[0].name = "other-node" | . + {protocol: 2, tasks: []}' "$tmp/r1" >"$tmp/ro"
 api POST "/api/v1/agents/other-node/register" "$other" "$tmp/ro"; expect "other node registers" 200
