@@ -22,6 +22,7 @@
 #include "crater/hwfile.h"
 #include "crater/log.h"
 #include "crater/proto.h"
+#include "crater/units.h"
 #include "daemon/internal.h"
 
 dnode_t *node_find(crater_daemon_t *d, const char *name)
@@ -156,6 +157,30 @@ static uint64_t gpu_mem_of(const crater_node_t *n)
     return m;
 }
 
+/* "8 GPUs (640Gi), 224 CPUs, 2Ti memory" into buf. */
+static const char *capacity_text(const crater_node_t *n, char *buf, size_t size)
+{
+    char gm[32], cpu[32], mem[32];
+
+    crater_format_quantity(gpu_mem_of(n), CRATER_DIM_BYTES, gm, sizeof(gm));
+    crater_format_quantity(crater_node_cpu_milli(n),
+                           CRATER_DIM_CPU,
+                           cpu,
+                           sizeof(cpu));
+    crater_format_quantity(crater_node_memory_bytes(n),
+                           CRATER_DIM_BYTES,
+                           mem,
+                           sizeof(mem));
+    snprintf(buf,
+             size,
+             "%zu GPUs (%s), %s CPU, %s memory",
+             n->ngpus,
+             gm,
+             cpu,
+             mem);
+    return buf;
+}
+
 void node_check_hardware(crater_daemon_t *d, dnode_t *n, json_t *hw)
 {
     const crater_node_t *was = &n->model->nodes[0];
@@ -173,22 +198,14 @@ void node_check_hardware(crater_daemon_t *d, dnode_t *n, json_t *hw)
             && crater_node_cpu_milli(now) == crater_node_cpu_milli(was)
             && crater_node_memory_bytes(now) == crater_node_memory_bytes(was))
             text[0] = '\0';
-        else
+        else {
+            char now_s[160], was_s[160];
             snprintf(text,
                      sizeof(text),
-                     "the agent reports %zu GPUs, %" PRIu64 " B GPU memory, "
-                     "%" PRIu64 "m CPU, %" PRIu64 " B memory; the node keeps "
-                                                  "its "
-                     "registered %zu GPUs, "
-                     "%" PRIu64 " B, %" PRIu64 "m, %" PRIu64 " B",
-                     now->ngpus,
-                     gpu_mem_of(now),
-                     crater_node_cpu_milli(now),
-                     crater_node_memory_bytes(now),
-                     was->ngpus,
-                     gpu_mem_of(was),
-                     crater_node_cpu_milli(was),
-                     crater_node_memory_bytes(was));
+                     "the agent reports %s; the node keeps its registered %s",
+                     capacity_text(now, now_s, sizeof(now_s)),
+                     capacity_text(was, was_s, sizeof(was_s)));
+        }
     }
     crater_cluster_destroy(c);
     if (!text[0] || (n->hw_change && !strcmp(n->hw_change, text))) {
