@@ -265,6 +265,35 @@ static int admit(crater_daemon_t *d,
     return tenant_admit(d, spec->tenant ? spec->tenant : "default", spec, err);
 }
 
+/* Could the job ever run here: does it fit some node of the cluster when
+ * that node is empty, ready and uncordoned (d->twin)? Slurm refuses such
+ * a job at submission ("Requested node configuration is not available");
+ * left pending it would wait forever. A cluster with no node yet takes
+ * every job. Caller holds d->mu. */
+static int feasible(crater_daemon_t *d,
+                    const crater_jobspec_t *spec,
+                    crater_error_t *err)
+{
+    crater_placement_t pl;
+    crater_request_t req;
+    crater_error_t why = {0};
+
+    if (crater_sched_node_count(d->twin) == 0)
+        return 0;
+    if (crater_request_from_spec(d->twin, spec, &req, err) < 0)
+        return -1;
+    if (crater_sched_place(d->twin, &req, &pl, &why) == 0)
+        return 0;
+    if (why.errnum != CRATER_EUNSCHED)
+        return crater_errorf(err, why.errnum, "%s", why.text);
+    return crater_errorf_field(err,
+                               CRATER_EIMPOSSIBLE,
+                               why.field[0] ? why.field : "resources",
+                               "no node of this cluster could ever run it, "
+                               "even empty: %s",
+                               why.text);
+}
+
 /* name=value in the environment of spec and of its normalised form. */
 static int add_env(crater_jobspec_t *spec,
                    json_t *norm,
@@ -329,6 +358,40 @@ static djob_t *array_element(crater_daemon_t *d,
 }
 
 /* Create, number and insert the jobs of one document. */
+/* Every name in spec's "after" is a job of its tenant that craterd knows
+ * (stored, or earlier in this request): a misspelt dependency would
+ * otherwise wait forever. Caller holds d->mu. */
+static int after_known(crater_daemon_t *d,
+                       const submit_ctx_t *c,
+                       const crater_jobspec_t *spec,
+                       crater_error_t *err)
+{
+    const char *tenant = spec->tenant ? spec->tenant : "default";
+    size_t k = 0;
+
+    for (char **a = spec->after; a && *a; a++, k++) {
+        bool found = false;
+        for (size_t i = 0; !found && i < c->njobs; i++)
+            found = !strcmp(c->jobs[i]->name, *a)
+                    && !strcmp(c->jobs[i]->tenant, tenant);
+        for (size_t i = d->njobs; !found && i-- > 0;)
+            found = d->jobs[i]->durable && !strcmp(d->jobs[i]->name, *a)
+                    && !strcmp(d->jobs[i]->tenant, tenant);
+        if (!found)
+            return crater_errorf_field(err,
+                                       CRATER_ENOENT,
+                                       "after",
+                                       "after[%zu]: no job named '%s' in "
+                                       "tenant '%s' (a dependency must be "
+                                       "submitted first, or earlier in "
+                                       "the same request)",
+                                       k,
+                                       *a,
+                                       tenant);
+    }
+    return 0;
+}
+
 static int submit_doc(crater_daemon_t *d,
                       submit_ctx_t *c,
                       job_doc_t *doc,
@@ -338,7 +401,8 @@ static int submit_doc(crater_daemon_t *d,
     uint64_t first = d->next_id;
 
     job_defaults(d, doc->spec, doc->norm);
-    if (admit(d, doc->spec, err) < 0)
+    if (after_known(d, c, doc->spec, err) < 0 || admit(d, doc->spec, err) < 0
+        || feasible(d, doc->spec, err) < 0)
         return -1;
     for (size_t k = 0; k < n; k++) {
         djob_t *j = doc->spec->narray ? array_element(d, doc, k, first, err)

@@ -96,7 +96,8 @@ static int open_parts(crater_daemon_t *d,
     if (d->cfg.kb_override
         && crater_kb_override(d->kb, &dec, d->cfg.kb_override) < 0)
         return -1;
-    if (!(d->sched = crater_sched_create(&d->cfg, d->kb, &sched_env)))
+    if (!(d->sched = crater_sched_create(&d->cfg, d->kb, &sched_env))
+        || !(d->twin = crater_sched_create(&d->cfg, d->kb, &sched_env)))
         return crater_errorf(err, CRATER_ENOMEM, "cannot create scheduler");
     if (metrics_setup(d, err) < 0)
         return -1;
@@ -412,6 +413,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     crater_router_destroy(d->router);
     crater_metrics_destroy(d->metrics);
     crater_sched_destroy(d->sched);
+    crater_sched_destroy(d->twin);
     crater_queue_destroy(d->queue);
     tenant_profiles_free(d);
     crater_profiles_destroy(d->profiles);

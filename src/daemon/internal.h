@@ -173,6 +173,8 @@ struct crater_daemon {
     crater_config_t cfg; /* owned copy of the strings */
     crater_kb_t *kb;
     crater_sched_t *sched;
+    crater_sched_t *twin; /* every node, empty and ready: what could ever
+                             run (admission refuses the rest) */
     crater_queue_t *queue;
     crater_profiles_t *profiles; /* shared: the admin's */
     struct tprofiles {           /* each tenant's own, under prof_lock */

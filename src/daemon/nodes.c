@@ -115,6 +115,11 @@ dnode_t *node_add(crater_daemon_t *d,
     }
     if ((sid = crater_sched_add_node(d->sched, &c->nodes[0], err)) < 0)
         goto fail;
+    /* admission's empty twin; without it a job is only not refused early */
+    if (crater_sched_add_node(d->twin, &c->nodes[0], NULL) < 0)
+        crater_log(LOG_WARNING,
+                   "node %s: admission will not know it",
+                   c->nodes[0].name);
     n->sid = (uint32_t)sid;
     n->hw = crater_hw_encode_node(&c->nodes[0]);
     n->model = c;

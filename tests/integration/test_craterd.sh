@@ -338,9 +338,22 @@ for o in -1 abc 1e3 99999999999999999999; do
 done
 
 # ---- several documents in one request; job arrays ------------------------------------
-jobtext() { local name=$1; shift; echo "name: $name"; echo "command: [sleep, '1']"; for l in "$@"; do echo "$l"; done; }
 count_jobs() { api GET "/api/v1/jobs?limit=1000" "$admin"; jq '.items | length' "$tmp/body"; }
-nowhere="nodeSelector: {zone: nowhere}"
+jobtext() { local name=$1; shift; echo "name: $name"; echo "command: [sleep, '1']"; for l in "$@"; do echo "$l"; done; }
+# admission: what no node could ever run, even empty, is refused at once
+job "$tmp/j" never "$(echo 'nodeSelector: {zone: nowhere}')" "resources: {cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "a job no node can ever run" 422 '.code == "EIMPOSSIBLE" and (.error | test("nodeSelector"))'
+job "$tmp/j" never "resources: {cpu: 100000, memory: 1Gi}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "more CPU than any node" 422 '.error | test("insufficient CPU")'
+job "$tmp/j" orphan "after: [no-such-job]" "resources: {cpu: 1, memory: 1Gi}"
+api POST /api/v1/jobs "$admin" "$tmp/j"; expect "after names an unknown job" 404 '.field == "after" and (.error | test("no-such-job"))'
+{ jobtext dep-a "resources: {cpu: 1, memory: 1Gi}" "priority: -100"; echo ---
+  jobtext dep-b "after: [dep-a]" "resources: {cpu: 1, memory: 1Gi}" "priority: -100"; } >"$tmp/deps"
+api POST /api/v1/jobs "$admin" "$tmp/deps"; expect "after names a job earlier in the request" 201 '.jobs == 2'
+for id in $(jq -r '.items[].id' "$tmp/body"); do api POST "/api/v1/jobs/$id/cancel" "$admin"; expect "cancel $id" 200; done
+# the rest of this section keeps its jobs pending: every node cordoned
+for n in "$node" other-node; do api POST "/api/v1/nodes/$n/cordon" "$admin"; expect "cordon $n" 200; done
+nowhere="preemptible: true"
 before=$(count_jobs)
 { jobtext bulk-1 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
   jobtext bulk-2 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
