@@ -45,7 +45,7 @@ typedef enum crater_errno {
     CRATER_ERRNO_MAX
 } crater_errno_t;
 
-#define CRATER_ERROR_TEXT 160
+#define CRATER_ERROR_TEXT 1024 /* explanations over many nodes stay whole */
 #define CRATER_ERROR_FIELD 96
 
 typedef struct crater_error {

@@ -36,7 +36,7 @@ int crater_verrorf(crater_error_t *err,
                    const char *fmt,
                    va_list ap)
 {
-    char buf[1024];
+    char buf[CRATER_ERROR_TEXT + 1];
 
     if (!err)
         return -1;

@@ -192,7 +192,7 @@ void node_check_hardware(crater_daemon_t *d, dnode_t *n, json_t *hw)
     crater_cluster_t *c = NULL;
     crater_error_t err = {0};
     crater_dec_t dec;
-    char text[512];
+    char text[CRATER_ERROR_TEXT + 64];
 
     crater_dec_init(&dec, NULL, 0, &err);
     if (!hw || crater_hw_decode(&dec, hw, d->kb, &c) < 0 || c->nnodes != 1) {

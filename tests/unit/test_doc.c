@@ -439,7 +439,7 @@ END_TEST
 START_TEST(error_table)
 {
     crater_error_t err;
-    char longmsg[400];
+    char longmsg[CRATER_ERROR_TEXT + 400];
 
     ck_assert_str_eq(crater_errno_name(CRATER_EUNIT), "EUNIT");
     ck_assert_int_eq(crater_errno_http_status(CRATER_ENOENT), 404);

@@ -93,9 +93,9 @@ START_TEST(nothing_fits_message_is_error_text)
 END_TEST
 
 /* Four reasons on cluster.yaml, GPU memory in MiB with the default
- * 300 MiB context overhead on top of the 90000 MiB slice; the message is longer
- * than an error holds, so err.text is its first 156 characters and "...". */
-START_TEST(long_message_is_cut_only_in_the_error)
+ * 300 MiB context overhead on top of the 90000 MiB slice; the error holds
+ * the whole message (issue 13: reasons were once cut at 160 characters). */
+START_TEST(long_message_is_whole_in_the_error)
 {
     crater_sched_t *s = load(EX("cluster.yaml"));
     crater_request_t r = req_slice(1, 90000);
@@ -126,9 +126,8 @@ START_TEST(long_message_is_cut_only_in_the_error)
                      "best 90% on a100-1)\"}");
     ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), -1);
     message_of(j, msg, sizeof(msg));
-    ck_assert_uint_eq(strlen(err.text), 159);
-    ck_assert_int_eq(strncmp(msg, err.text, 156), 0);
-    ck_assert_str_eq(err.text + 156, "...");
+    ck_assert_uint_gt(strlen(msg), 200);
+    ck_assert_str_eq(err.text, msg);
     free(j);
     crater_sched_destroy(s);
 }
@@ -144,7 +143,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, fits_one_node_reasons_for_the_rest);
     tcase_add_test(tc, nothing_fits_message_is_error_text);
-    tcase_add_test(tc, long_message_is_cut_only_in_the_error);
+    tcase_add_test(tc, long_message_is_whole_in_the_error);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
