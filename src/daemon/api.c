@@ -68,6 +68,25 @@ int api_auth(crater_daemon_t *d,
     return 0;
 }
 
+bool api_rate_exempt(const crater_http_req_t *r, void *arg)
+{
+    crater_daemon_t *d = arg;
+    const char *tok =
+        crater_auth_bearer(crater_http_header(r, "Authorization"));
+    const crater_token_rec_t *rec;
+    bool exempt = false;
+
+    if (!tok)
+        return false;
+    pthread_mutex_lock(&d->mu);
+    rec = token_lookup(d, tok);
+    exempt =
+        rec
+        && (rec->role == CRATER_ROLE_ADMIN || rec->role == CRATER_ROLE_AGENT);
+    pthread_mutex_unlock(&d->mu);
+    return exempt;
+}
+
 int api_require_admin(const principal_t *p, crater_http_resp_t *resp)
 {
     if (p->role == CRATER_ROLE_ADMIN)

@@ -782,6 +782,7 @@ START_TEST(client_json_mapping)
                {409, CRATER_EEXIST},
                {413, CRATER_ELIMIT},
                {422, CRATER_EIMPOSSIBLE},
+               {429, CRATER_ERATE},
                {503, CRATER_EUNAVAIL},
                {500, CRATER_EINTERNAL},
                {502, CRATER_EINTERNAL},
