@@ -160,6 +160,11 @@ int crater_router_match(const crater_router_t *rt,
                         char *allow,
                         size_t allow_cap);
 
+/* A number in a path or query value: 1 to 20 ASCII digits and nothing
+ * else (no sign, space or 0x), at most max. Returns 0 with *out set, or
+ * -1 (then *out is untouched). */
+int crater_http_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
 /* Asked, on a pool thread, whether a request is exempt from the per-client
  * request rate (the daemon exempts admin and agent tokens). Only requests
  * that carry an Authorization header are asked; the answer is cached per

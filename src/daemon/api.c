@@ -134,16 +134,11 @@ int api_query_offset(crater_http_req_t *r,
                      crater_http_resp_t *resp)
 {
     const char *v = crater_http_query(r, name);
-    char *end;
 
     *out = 0;
     if (!v)
         return 0;
-    errno = 0;
-    if (*v >= '0' && *v <= '9')
-        *out = strtoull(v, &end, 10);
-    if (!(*v >= '0' && *v <= '9') || *end || errno
-        || *out > CRATER_API_MAX_OFFSET) {
+    if (crater_http_parse_uint(v, CRATER_API_MAX_OFFSET, out) < 0) {
         api_errorf(resp,
                    CRATER_EINVAL,
                    name,
