@@ -76,10 +76,15 @@ typedef struct crater_config {
         char *listen;            /* server.listen, "127.0.0.1:7480" */
         char *data_dir;          /* server.dataDir, "./var" */
         uint64_t max_body_bytes; /* server.maxBodySize */
-        uint64_t decision_log_retention_ms; /* server.decisionLogRetention */
-        uint64_t job_retention_ms;          /* server.jobRetention */
-        double default_cpu;      /* server.defaultCpu, cores; 0 = none */
-        uint64_t default_memory; /* server.defaultMemory; 0 = none */
+        uint64_t decision_log_retention_ms;  /* server.decisionLogRetention */
+        uint64_t job_retention_ms;           /* server.jobRetention */
+        uint32_t max_connections;            /* server.maxConnections */
+        uint32_t max_connections_per_client; /* ...PerClient, 0 = none */
+        uint64_t header_timeout_ms; /* server.headerTimeout, 0 = none */
+        double request_rate;        /* server.requestRate, 0 = none */
+        uint32_t request_burst;     /* server.requestBurst */
+        double default_cpu;         /* server.defaultCpu, cores; 0 = none */
+        uint64_t default_memory;    /* server.defaultMemory; 0 = none */
     } server;
     struct {
         uint64_t max_bytes; /* logs.maxBytes (per stream and attempt) */

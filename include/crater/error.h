@@ -36,7 +36,8 @@
     X(ENOMEM, 500, "out of memory")                       \
     X(EIO, 500, "input/output error")                     \
     X(EINTERNAL, 500, "internal error")                   \
-    X(EUNAVAIL, 503, "service unavailable")
+    X(EUNAVAIL, 503, "service unavailable")               \
+    X(ERATE, 429, "too many requests")
 
 typedef enum crater_errno {
 #define CRATER__ERRNO_ENUM(name, status, desc) CRATER_##name,

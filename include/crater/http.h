@@ -21,7 +21,8 @@
  *   405 with an Allow header when the path exists with other methods,
  *   413 when a body exceeds opts.max_body (Content-Length is checked before
  *       the body is read; chunked bodies are counted as they arrive),
- *   400 for a malformed percent-encoding in the path.
+ *   400 for a malformed percent-encoding in the path,
+ *   429 with Retry-After for a client over its request rate (opts.rate).
  * HEAD is served by the GET handler when no HEAD route exists (the body is
  * not sent).
  */
@@ -29,6 +30,7 @@
 #define CRATER_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -158,6 +160,34 @@ int crater_router_match(const crater_router_t *rt,
                         char *allow,
                         size_t allow_cap);
 
+/* A number in a path or query value: 1 to 20 ASCII digits and nothing
+ * else (no sign, space or 0x), at most max. Returns 0 with *out set, or
+ * -1 (then *out is untouched). */
+int crater_http_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/* Asked, on a pool thread, whether a request is exempt from the per-client
+ * request rate (the daemon exempts admin and agent tokens). Only requests
+ * that carry an Authorization header are asked; the answer is cached per
+ * connection while the header stays the same. */
+typedef bool (*crater_http_exempt_f)(const crater_http_req_t *r, void *arg);
+
+/* Clients. A client is a source address (IPv4, or a whole IPv6 address):
+ * 127.0.0.1 and 127.0.0.2 are two clients, every agent behind one address
+ * is one client.
+ *
+ * max_conns_per_client: a connection beyond it is closed as soon as it is
+ * accepted (libmicrohttpd's per-IP limit, counted over all pool threads).
+ *
+ * header_timeout_ms: a request's header must be complete this long after
+ * its request line arrived (after the connection opened, for its first
+ * request), however slowly the bytes keep coming; otherwise the connection
+ * is closed without an answer. Between two requests a keep-alive
+ * connection may stay idle up to conn_timeout_s first.
+ *
+ * rate, burst: a token bucket per client; a request that finds it empty is
+ * answered 429 {"error": ..., "code": "ERATE"} with Retry-After (seconds)
+ * and the connection is closed. Exempt requests (see rate_exempt) take no
+ * token. */
 typedef struct crater_http_opts {
     const char *listen;      /* "127.0.0.1:7480", "0.0.0.0:0" (0 = any free
                                 port), "[::1]:7480"; NULL = "127.0.0.1:7480" */
@@ -165,6 +195,12 @@ typedef struct crater_http_opts {
     uint64_t max_body;       /* bytes; larger bodies get 413; 0 = 4 MiB */
     unsigned conn_timeout_s; /* idle/slow client timeout; 0 = 30 */
     unsigned max_conns;      /* 0 = 4096 */
+    unsigned max_conns_per_client;    /* 0 = no limit */
+    unsigned header_timeout_ms;       /* 0 = none */
+    double rate;                      /* requests/s per client; 0 = no limit */
+    unsigned burst;                   /* 0 = rate rounded up (at least 1) */
+    crater_http_exempt_f rate_exempt; /* NULL: nobody is exempt */
+    void *rate_exempt_arg;
 } crater_http_opts_t;
 
 typedef struct crater_http_server crater_http_server_t;

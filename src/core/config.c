@@ -242,6 +242,30 @@ static const row_t rows[] = {
  NULL, "How long scheduling decisions are kept (30 days leaves time to "
  "investigate intermittent failures)."},
 
+{"server.maxConnections", T_UINT, F(server.max_connections), "4096", 16,
+ 1000000, 0, NULL, NULL,
+ "Most open API connections; beyond it new ones wait in the listen "
+ "backlog."},
+{"server.maxConnectionsPerClient", T_UINT,
+ F(server.max_connections_per_client), "256", 0, 1000000, 0, NULL, NULL,
+ "Most open API connections from one source address (an agent holds 4); "
+ "one more is closed when it is accepted. 0 = no limit."},
+{"server.headerTimeout", T_DURATION, F(server.header_timeout_ms), "10s", 0,
+ 3600e3, 0, NULL, NULL,
+ "A request's header must be complete this long after its first line "
+ "arrives (after the connection opens, for its first request), however "
+ "slowly its bytes keep coming; otherwise the connection is closed. "
+ "0 = no header timeout."},
+{"server.requestRate", T_DOUBLE, F(server.request_rate), "200", 0, 1e6, 0,
+ NULL, NULL,
+ "Requests per second one source address may make (a token bucket); "
+ "beyond it the API answers 429 with Retry-After. Requests with an "
+ "admin or agent token are not counted. 0 = no limit."},
+{"server.requestBurst", T_UINT, F(server.request_burst), "400", 1, 10000000,
+ 0, NULL, NULL,
+ "Requests one source address may make at once above requestRate (the "
+ "bucket's size)."},
+
 {"server.jobRetention", T_DURATION, F(server.job_retention_ms), "7d",
  1e3, 3650 * DAY_MS, 0, NULL, NULL,
  "How long a finished job (succeeded, failed, cancelled) stays visible, "

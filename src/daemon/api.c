@@ -80,6 +80,25 @@ int api_auth(crater_daemon_t *d,
     return 0;
 }
 
+bool api_rate_exempt(const crater_http_req_t *r, void *arg)
+{
+    crater_daemon_t *d = arg;
+    const char *tok =
+        crater_auth_bearer(crater_http_header(r, "Authorization"));
+    const crater_token_rec_t *rec;
+    bool exempt = false;
+
+    if (!tok)
+        return false;
+    pthread_mutex_lock(&d->mu);
+    rec = token_lookup(d, tok);
+    exempt =
+        rec
+        && (rec->role == CRATER_ROLE_ADMIN || rec->role == CRATER_ROLE_AGENT);
+    pthread_mutex_unlock(&d->mu);
+    return exempt;
+}
+
 int api_require_admin(const principal_t *p, crater_http_resp_t *resp)
 {
     if (p->role == CRATER_ROLE_ADMIN)
@@ -127,16 +146,11 @@ int api_query_offset(crater_http_req_t *r,
                      crater_http_resp_t *resp)
 {
     const char *v = crater_http_query(r, name);
-    char *end;
 
     *out = 0;
     if (!v)
         return 0;
-    errno = 0;
-    if (*v >= '0' && *v <= '9')
-        *out = strtoull(v, &end, 10);
-    if (!(*v >= '0' && *v <= '9') || *end || errno
-        || *out > CRATER_API_MAX_OFFSET) {
+    if (crater_http_parse_uint(v, CRATER_API_MAX_OFFSET, out) < 0) {
         api_errorf(resp,
                    CRATER_EINVAL,
                    name,

@@ -591,8 +591,7 @@ static void h_work(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     crater_daemon_t *d = arg;
     const char *a = crater_http_query(r, "after");
     const char *w = crater_http_query(r, "wait_ms");
-    uint64_t after = a ? strtoull(a, NULL, 10) : 0;
-    long wait = w ? strtol(w, NULL, 10) : POLL_DEFAULT_MS;
+    uint64_t after = 0, wait = POLL_DEFAULT_MS;
     principal_t p;
     dnode_t *n;
 
@@ -600,7 +599,11 @@ static void h_work(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     if (api_auth(d, r, resp, &p) < 0
         || !(n = agent_node(d, r, &p, resp, false)))
         goto out;
-    if (wait < 0 || wait > POLL_MAX_MS) {
+    if (a && crater_http_parse_uint(a, UINT64_MAX, &after) < 0) {
+        api_errorf(resp, CRATER_EINVAL, "after", "after: not a number");
+        goto out;
+    }
+    if (w && crater_http_parse_uint(w, POLL_MAX_MS, &wait) < 0) {
         api_errorf(resp,
                    CRATER_ERANGE,
                    "wait_ms",
@@ -611,7 +614,7 @@ static void h_work(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     drop_acked(n, after);
     node_complete_poll(n); /* an older poll of this node ends now */
     n->poll_after = after;
-    n->poll_deadline_ms = dnow_ms() + wait;
+    n->poll_deadline_ms = dnow_ms() + (int64_t)wait;
     if (!(n->poll = crater_http_suspend(r))) {
         api_errorf(resp, CRATER_EUNAVAIL, NULL, "server is shutting down");
         goto out;
@@ -678,15 +681,23 @@ static djob_t *log_target(crater_daemon_t *d,
     const char *stream = crater_http_query(r, "stream");
     const char *att = crater_http_query(r, "attempt");
     const char *id = crater_http_param(r, "job");
-    djob_t *j = job_find(d, strtoull(id, NULL, 10));
+    uint64_t jid = 0, a64 = 0;
     uint32_t a;
+    djob_t *j;
     int s;
 
+    crater_http_parse_uint(id, UINT64_MAX, &jid);
+    j = job_find(d, jid);
     if (!j || !j->durable) {
         api_errorf(resp, CRATER_ENOENT, "job", "no job '%s'", id);
         return NULL;
     }
-    a = att ? (uint32_t)strtoul(att, NULL, 10) : j->attempts;
+    /* "4294967297" once became attempt 1 (strtoul cast to 32 bits) */
+    if (!att)
+        a64 = j->attempts;
+    else if (crater_http_parse_uint(att, UINT32_MAX, &a64) < 0)
+        a64 = 0;
+    a = (uint32_t)a64;
     if (a == 0 || a > j->attempts) {
         api_errorf(resp, CRATER_ERANGE, "attempt", "no attempt '%s'", att);
         return NULL;

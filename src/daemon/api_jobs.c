@@ -28,13 +28,9 @@
 /* Parse a decimal id; 0 when malformed. */
 static uint64_t parse_id(const char *s)
 {
-    char *end;
-    unsigned long long v;
+    uint64_t v = 0;
 
-    if (!s || !*s || *s == '-' || *s == '+')
-        return 0;
-    v = strtoull(s, &end, 10);
-    return *end ? 0 : (uint64_t)v;
+    return crater_http_parse_uint(s, UINT64_MAX, &v) == 0 ? v : 0;
 }
 
 /* "17" (a job id) or "17_5" (index 5 of array 17). */

@@ -305,6 +305,13 @@ static int start_server(crater_daemon_t *d,
     ho.listen = o && o->listen ? o->listen : d->cfg.server.listen;
     ho.threads = o ? o->threads : 0;
     ho.max_body = d->cfg.server.max_body_bytes;
+    ho.max_conns = d->cfg.server.max_connections;
+    ho.max_conns_per_client = d->cfg.server.max_connections_per_client;
+    ho.header_timeout_ms = (unsigned)d->cfg.server.header_timeout_ms;
+    ho.rate = d->cfg.server.request_rate;
+    ho.burst = d->cfg.server.request_burst;
+    ho.rate_exempt = api_rate_exempt;
+    ho.rate_exempt_arg = d;
     if (api_add_routes(d, err) < 0)
         return -1;
     d->http = crater_http_start(&ho, d->router, err);

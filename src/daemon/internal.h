@@ -402,6 +402,12 @@ typedef struct principal {
     const char *node;   /* agent */
 } principal_t;
 
+/* The HTTP server's rate_exempt hook: true for a request carrying a
+ * valid admin or agent token (they are not rate-limited: agents share an
+ * address, `crater up` runs them in-process, and an admin's automation is
+ * trusted). Takes d->mu. */
+bool api_rate_exempt(const crater_http_req_t *r, void *arg);
+
 /* Fill p from the Authorization header; on failure fill resp (401) and
  * return -1. Caller holds d->mu. */
 int api_auth(crater_daemon_t *d,

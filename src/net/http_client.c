@@ -300,6 +300,8 @@ crater_errno_t crater_client_status_errno(long status)
         return CRATER_ELIMIT;
     case 422:
         return CRATER_EIMPOSSIBLE;
+    case 429:
+        return CRATER_ERATE;
     case 503:
         return CRATER_EUNAVAIL;
     default:

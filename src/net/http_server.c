@@ -33,6 +33,26 @@
  * only frees. MHD_suspend_connection is called inside crater_http_suspend
  * (on the connection's own thread, as MHD requires) before the pending is
  * visible to anyone, so a resume can never overtake its suspend.
+ *
+ * Slow clients. MHD's connection timeout is an idle timeout: a client
+ * that sends one header line every few seconds is never idle and held a
+ * connection forever (4,200 of them filled the 4,096 cap; issue 12). Three
+ * guards, per client address:
+ *  - MHD_OPTION_PER_IP_CONNECTION_LIMIT (MHD counts it in the master
+ *    daemon, so over all pool threads);
+ *  - a header deadline per connection (an atomic in its state: set when it
+ *    opens or its request line arrives, cleared when the header is
+ *    complete, re-armed with the idle timeout added when a request ends).
+ *    MHD 0.9.75 has no header timeout, so a sweeper thread walks the list
+ *    of open connections a few times a second and shutdown()s the socket
+ *    of each one past its deadline; MHD then sees EOF on its own thread
+ *    and closes it as usual. The list is guarded by conns_mu and a
+ *    connection leaves it in MHD's CLOSED notification, before MHD closes
+ *    the descriptor, so the sweeper never touches a reused descriptor;
+ *  - a token bucket per address (ratelimit.c), checked when the header is
+ *    in; requests the owner's rate_exempt hook vouches for (the daemon:
+ *    admin and agent tokens) take no token, so agents sharing an address
+ *    with users neither starve them nor get throttled themselves.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -49,12 +69,14 @@
 
 #include "crater/http.h"
 #include "crater/log.h"
+#include "net/ratelimit.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:7480"
 #define DEFAULT_MAX_BODY (4u << 20)
 #define CONN_MEMORY_LIMIT (64u << 10)
 #define KEEP_BODY_CAP (64u << 10) /* larger body buffers are not kept */
 #define STOP_DRAIN_MS 1000        /* how long stop() lets 503s go out */
+#define DEFAULT_CONN_TIMEOUT_S 30
 
 enum pend_state {
     PEND_SUSPENDED,
@@ -82,6 +104,16 @@ struct crater_http_server {
     crater_http_pending_t *suspended;
     unsigned orphans; /* orphaned pendings whose 503 is not yet sent */
     pthread_cond_t drained;
+    /* slow clients (see the file comment) */
+    int64_t header_ms, idle_ms;
+    crater__rl_t *rl; /* NULL: no rate limit */
+    crater_http_exempt_f exempt;
+    void *exempt_arg;
+    pthread_mutex_t conns_mu;
+    crater_http_req_t *conns; /* open connections, under conns_mu */
+    pthread_t sweeper;
+    bool sweeping, sweep_stop; /* sweep_stop under conns_mu */
+    pthread_cond_t sweep_cv;
 };
 
 /* One per connection, reset by on_uri() for every request. */
@@ -100,6 +132,14 @@ struct crater_http_req {
     size_t segcap;
     crater_route_match_t m;
     char allow[64];
+    /* slow clients */
+    crater_http_req_t *cprev, *cnext; /* srv->conns, under conns_mu */
+    int fd;
+    atomic_llong deadline_ms; /* header deadline (monotonic); 0 = none */
+    crater__rl_key_t key;
+    bool has_key;
+    char *auth_seen; /* the Authorization value rate_exempt was asked for */
+    bool auth_exempt;
 };
 
 static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -418,6 +458,134 @@ static void release_pending(crater_http_req_t *r)
     pend_unref(p);
 }
 
+/* ---- slow clients (see the file comment) --------------------------- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Set the header deadline to at; with only_earlier, keep an earlier one. */
+static void arm_deadline(crater_http_req_t *r, int64_t at, bool only_earlier)
+{
+    long long cur = atomic_load(&r->deadline_ms);
+
+    if (r->srv->header_ms == 0)
+        return;
+    if (only_earlier && cur != 0 && cur <= at)
+        return;
+    atomic_store(&r->deadline_ms, at);
+}
+
+/* Does the owner vouch for this request? Asked once per Authorization
+ * value per connection. */
+static bool rate_exempt(crater_http_req_t *r)
+{
+    const char *h = crater_http_header(r, "Authorization");
+
+    if (r->srv->exempt == NULL || h == NULL)
+        return false;
+    if (r->auth_seen != NULL && strcmp(r->auth_seen, h) == 0)
+        return r->auth_exempt;
+    free(r->auth_seen);
+    r->auth_seen = strdup(h);
+    r->auth_exempt = r->srv->exempt(r, r->srv->exempt_arg);
+    if (r->auth_seen == NULL)
+        return r->auth_exempt; /* asked again next time */
+    return r->auth_exempt;
+}
+
+/* true: the request must be refused, after *retry_s seconds it would not */
+static bool over_rate(crater_http_req_t *r, unsigned *retry_s)
+{
+    if (r->srv->rl == NULL || !r->has_key || rate_exempt(r))
+        return false;
+    return !crater__rl_take(r->srv->rl, &r->key, mono_ms(), retry_s);
+}
+
+static enum MHD_Result too_many(crater_http_req_t *r, unsigned retry_s)
+{
+    crater_http_resp_t resp;
+    char hdr[48];
+
+    resp_init(&resp);
+    fail(&resp,
+         429,
+         CRATER_ERATE,
+         "too many requests from this address: retry after %u s",
+         retry_s);
+    snprintf(hdr, sizeof hdr, "Retry-After: %u", retry_s);
+    resp.headers = strdup(hdr); /* NULL: answered without it */
+    return queue(r, &resp);
+}
+
+static void conns_add(crater_http_server_t *s, crater_http_req_t *r)
+{
+    pthread_mutex_lock(&s->conns_mu);
+    r->cnext = s->conns;
+    if (r->cnext != NULL)
+        r->cnext->cprev = r;
+    s->conns = r;
+    pthread_mutex_unlock(&s->conns_mu);
+}
+
+static void conns_del(crater_http_server_t *s, crater_http_req_t *r)
+{
+    pthread_mutex_lock(&s->conns_mu);
+    if (r->cprev != NULL)
+        r->cprev->cnext = r->cnext;
+    else
+        s->conns = r->cnext;
+    if (r->cnext != NULL)
+        r->cnext->cprev = r->cprev;
+    r->cprev = r->cnext = NULL;
+    pthread_mutex_unlock(&s->conns_mu);
+}
+
+/* Under conns_mu: end every connection past its header deadline. */
+static unsigned sweep_once(crater_http_server_t *s, int64_t now)
+{
+    unsigned n = 0;
+
+    for (crater_http_req_t *r = s->conns; r != NULL; r = r->cnext) {
+        long long at = atomic_load(&r->deadline_ms);
+        if (at == 0 || at > now)
+            continue;
+        atomic_store(&r->deadline_ms, 0); /* once: MHD closes it now */
+        shutdown(r->fd, SHUT_RDWR);
+        n++;
+    }
+    return n;
+}
+
+static void *sweep_main(void *arg)
+{
+    crater_http_server_t *s = arg;
+    int64_t step = s->header_ms / 4;
+    struct timespec until;
+    unsigned n;
+
+    step = step < 100 ? 100 : step > 1000 ? 1000 : step;
+    pthread_mutex_lock(&s->conns_mu);
+    while (!s->sweep_stop) {
+        n = sweep_once(s, mono_ms());
+        if (n > 0)
+            crater_debug(CRATER_SUB_NET,
+                         "closed %u connection(s) past the header timeout",
+                         n);
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)(step % 1000) * 1000000;
+        until.tv_sec += (time_t)(step / 1000) + until.tv_nsec / 1000000000;
+        until.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&s->sweep_cv, &s->conns_mu, &until);
+    }
+    pthread_mutex_unlock(&s->conns_mu);
+    return NULL;
+}
+
 /* ---- request flow --------------------------------------------------- */
 
 static int ensure_segbuf(crater_http_req_t *r, size_t need)
@@ -504,10 +672,16 @@ static enum MHD_Result first_call(crater_http_req_t *r,
                                                  MHD_HEADER_KIND,
                                                  "Transfer-Encoding");
     unsigned long long n = cl != NULL ? strtoull(cl, NULL, 10) : 0;
+    unsigned retry_s = 1;
 
+    atomic_store(&r->deadline_ms, 0); /* the header is complete */
     r->started = true;
     r->method = method;
     r->path = url;
+    /* answered at once: MHD closes the connection after it (see below),
+     * which suits a client over its rate */
+    if (over_rate(r, &retry_s))
+        return too_many(r, retry_s);
     if (n > r->srv->max_body)
         return too_large(r);
     /* Even a bodiless request is dispatched on the next ("final") call:
@@ -589,6 +763,34 @@ static enum MHD_Result on_request(void *cls,
 
 /* ---- MHD callbacks around the request ----------------------------- */
 
+/* A new connection's state: its address, descriptor and header deadline. */
+static void conn_init(crater_http_server_t *s,
+                      crater_http_req_t *r,
+                      struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ad =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ad != NULL ? ad->client_addr : NULL;
+
+    r->srv = s;
+    r->conn = conn;
+    r->fd = fd != NULL ? fd->connect_fd : -1;
+    atomic_init(&r->deadline_ms, 0);
+    r->has_key = sa != NULL
+                 && crater__rl_key(sa,
+                                   sa->sa_family == AF_INET6
+                                       ? sizeof(struct sockaddr_in6)
+                                       : sizeof(struct sockaddr_in),
+                                   &r->key)
+                        == 0;
+    if (s->header_ms > 0 && r->fd >= 0) {
+        arm_deadline(r, mono_ms() + s->header_ms, false);
+        conns_add(s, r);
+    }
+}
+
 static void on_connection(void *cls,
                           struct MHD_Connection *conn,
                           void **socket_ctx,
@@ -598,14 +800,15 @@ static void on_connection(void *cls,
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         r = calloc(1, sizeof(*r));
-        if (r != NULL) {
-            r->srv = cls;
-            r->conn = conn;
-        }
+        if (r != NULL)
+            conn_init(cls, r, conn);
         *socket_ctx = r;
         return;
     }
     if (r != NULL) {
+        if (r->srv->header_ms > 0)
+            conns_del(r->srv, r);
+        free(r->auth_seen);
         free(r->body);
         free(r->segbuf);
         free(r);
@@ -630,6 +833,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     (void)cls;
     if (r == NULL)
         return NULL;
+    arm_deadline(r, mono_ms() + r->srv->header_ms, true);
     r->raw_uri = uri;
     r->method = r->path = NULL;
     r->body_len = 0;
@@ -665,6 +869,8 @@ static void on_completed(void *cls,
         return;
     if (r->pending != NULL)
         release_pending(r);
+    /* the next request line may take the idle timeout to start */
+    arm_deadline(r, mono_ms() + r->srv->idle_ms + r->srv->header_ms, false);
     if (r->body_cap > KEEP_BODY_CAP) {
         free(r->body);
         r->body = NULL;
@@ -799,17 +1005,16 @@ static struct MHD_Daemon *start_mhd(crater_http_server_t *s,
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL
                      | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     struct MHD_OptionItem ops[] = {
-        {MHD_OPTION_CONNECTION_TIMEOUT,
-         o->conn_timeout_s ? o->conn_timeout_s : 30,
-         NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, s->idle_ms / 1000, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, o->max_conns ? o->max_conns : 4096, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY_LIMIT, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_conns_per_client, NULL},
         {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
 
     if (threads < 2)
-        ops[3].option = MHD_OPTION_END; /* MHD wants no pool for one */
+        ops[4].option = MHD_OPTION_END; /* MHD wants no pool for one */
     return MHD_start_daemon(flags,
                             0,
                             NULL,
@@ -851,6 +1056,66 @@ static int init_cond(pthread_cond_t *c)
     return rc == 0 ? 0 : -1;
 }
 
+/* The slow-client guards' state; -1 (err filled) on a bad rate. */
+static int guards_init(crater_http_server_t *s,
+                       const crater_http_opts_t *o,
+                       crater_error_t *err)
+{
+    unsigned burst = o->burst;
+
+    s->header_ms = o->header_timeout_ms;
+    s->idle_ms = (int64_t)(o->conn_timeout_s ? o->conn_timeout_s
+                                             : DEFAULT_CONN_TIMEOUT_S)
+                 * 1000;
+    s->exempt = o->rate_exempt;
+    s->exempt_arg = o->rate_exempt_arg;
+    if (o->rate <= 0)
+        return 0;
+    if (burst == 0)
+        burst = o->rate < 1 ? 1 : (unsigned)(o->rate + 0.999);
+    s->rl = crater__rl_create(o->rate, burst);
+    if (s->rl == NULL)
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "requestRate",
+                                   "bad request rate %g (0 to 1e6 per s)",
+                                   o->rate);
+    return 0;
+}
+
+static int sweeper_start(crater_http_server_t *s, crater_error_t *err)
+{
+    if (s->header_ms == 0)
+        return 0;
+    if (pthread_create(&s->sweeper, NULL, sweep_main, s) != 0)
+        return crater_errorf(err,
+                             CRATER_EINTERNAL,
+                             "cannot start the header-timeout thread");
+    s->sweeping = true;
+    return 0;
+}
+
+static void sweeper_stop(crater_http_server_t *s)
+{
+    if (!s->sweeping)
+        return;
+    pthread_mutex_lock(&s->conns_mu);
+    s->sweep_stop = true;
+    pthread_cond_signal(&s->sweep_cv);
+    pthread_mutex_unlock(&s->conns_mu);
+    pthread_join(s->sweeper, NULL);
+    s->sweeping = false;
+}
+
+static void server_free(crater_http_server_t *s)
+{
+    crater__rl_destroy(s->rl);
+    pthread_cond_destroy(&s->sweep_cv);
+    pthread_mutex_destroy(&s->conns_mu);
+    pthread_cond_destroy(&s->drained);
+    free(s);
+}
+
 crater_http_server_t *crater_http_start(const crater_http_opts_t *o,
                                         crater_router_t *rt,
                                         crater_error_t *err)
@@ -863,8 +1128,17 @@ crater_http_server_t *crater_http_start(const crater_http_opts_t *o,
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
         return NULL;
     }
+    if (init_cond(&s->sweep_cv) < 0) {
+        pthread_cond_destroy(&s->drained);
+        free(s);
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->conns_mu, NULL);
     s->rt = rt;
     s->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+    if (guards_init(s, o, err) < 0)
+        goto fail;
     s->listen_fd = open_listener(spec, &s->port, err);
     if (s->listen_fd < 0)
         goto fail;
@@ -879,10 +1153,13 @@ crater_http_server_t *crater_http_start(const crater_http_opts_t *o,
                       spec);
         goto fail;
     }
+    if (sweeper_start(s, err) < 0) {
+        MHD_stop_daemon(s->d);
+        goto fail;
+    }
     return s;
 fail:
-    pthread_cond_destroy(&s->drained);
-    free(s);
+    server_free(s);
     return NULL;
 }
 
@@ -926,7 +1203,7 @@ void crater_http_stop(crater_http_server_t *s)
     if (s == NULL)
         return;
     orphan_suspended(s);
+    sweeper_stop(s);
     MHD_stop_daemon(s->d);
-    pthread_cond_destroy(&s->drained);
-    free(s);
+    server_free(s);
 }

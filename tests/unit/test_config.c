@@ -95,6 +95,11 @@ START_TEST(defaults_every_key)
     ck_assert_str_eq(c.server.data_dir, "./var");
     ck_assert_uint_eq(c.server.max_body_bytes, 1ull << 20);
     ck_assert_uint_eq(c.server.decision_log_retention_ms, 30 * MS_DAY);
+    ck_assert_uint_eq(c.server.max_connections, 4096);
+    ck_assert_uint_eq(c.server.max_connections_per_client, 256);
+    ck_assert_uint_eq(c.server.header_timeout_ms, 10000);
+    ck_assert(c.server.request_rate == 200);
+    ck_assert_uint_eq(c.server.request_burst, 400);
     ck_assert_int_eq(c.store.backend, CRATER_STORE_SQLITE);
     ck_assert_ptr_nonnull(c.store.etcd_endpoints);
     ck_assert_ptr_null(c.store.etcd_endpoints[0]);
@@ -508,6 +513,7 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 15);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 9);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 12);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
                                          "backend")),

@@ -767,6 +767,36 @@ static void expect_json_error(const char *path,
         ck_assert_str_eq(err.text, text);
 }
 
+/* Numbers in paths and queries: digits only, within the maximum; no
+ * sign, space or wraparound (attempt=4294967297 once became attempt 1). */
+START_TEST(parse_uint_strict)
+{
+    uint64_t v = 7;
+
+    ck_assert_int_eq(crater_http_parse_uint("0", 10, &v), 0);
+    ck_assert_uint_eq(v, 0);
+    ck_assert_int_eq(crater_http_parse_uint("18446744073709551615",
+                                            UINT64_MAX,
+                                            &v),
+                     0);
+    ck_assert_uint_eq(v, UINT64_MAX);
+    v = 7;
+    ck_assert_int_eq(crater_http_parse_uint("18446744073709551616",
+                                            UINT64_MAX,
+                                            &v),
+                     -1);
+    ck_assert_int_eq(crater_http_parse_uint("4294967297", UINT32_MAX, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint("7", 5, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint("-1", UINT64_MAX, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint("+1", UINT64_MAX, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint(" 1", UINT64_MAX, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint("1a", UINT64_MAX, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint("", UINT64_MAX, &v), -1);
+    ck_assert_int_eq(crater_http_parse_uint(NULL, UINT64_MAX, &v), -1);
+    ck_assert_uint_eq(v, 7); /* untouched on error */
+}
+END_TEST
+
 START_TEST(client_json_mapping)
 {
     char text[128];
@@ -782,6 +812,7 @@ START_TEST(client_json_mapping)
                {409, CRATER_EEXIST},
                {413, CRATER_ELIMIT},
                {422, CRATER_EIMPOSSIBLE},
+               {429, CRATER_ERATE},
                {503, CRATER_EUNAVAIL},
                {500, CRATER_EINTERNAL},
                {502, CRATER_EINTERNAL},
@@ -1141,6 +1172,7 @@ static Suite *http_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, routing_params_and_decoding);
+    tcase_add_test(tc, parse_uint_strict);
     tcase_add_test(tc, routing_headers_and_query_flag);
     tcase_add_test(tc, keep_alive);
     tcase_add_test(tc, router_rejects_bad_patterns);
