@@ -149,6 +149,7 @@ typedef struct dtenant {
     bool has_quota;
     uint64_t q_gpus, q_gpu_mem, q_cpu, q_mem; /* 0 = unlimited */
     double weight;
+    uint32_t uid; /* its tasks' uid and gid (access.c); 0 = none yet */
 } dtenant_t;
 
 typedef struct dtoken {
@@ -344,6 +345,15 @@ int64_t jobs_expire_every(const crater_daemon_t *d);
  */
 dtenant_t *tenant_find(crater_daemon_t *d, const char *name);
 dtenant_t *tenant_get(crater_daemon_t *d, const char *name); /* creates */
+/* Store the tenant's record (quota, weight, task uid) at KEY_TENANTS. */
+int tenant_persist(crater_daemon_t *d, const dtenant_t *t);
+/* The tenant's task uid (= gid) in *uid, allocated and stored at its first
+ * call: 0 when server.taskUidRange is none; -1 when the range is used up
+ * or out of memory. */
+int tenant_uid(crater_daemon_t *d,
+               const char *name,
+               uint32_t *uid,
+               crater_error_t *err);
 int tenant_admit(crater_daemon_t *d,
                  const char *tenant,
                  const crater_jobspec_t *spec,
