@@ -579,10 +579,10 @@ static int task_user_check(crater_dec_t *d, const crater_proto_task_t *t)
         return 0;
     crater_dec_push_key(d, t->uid ? "gid" : "uid");
     return crater_dec_fail(d,
-                               CRATER_EINVAL,
-                               "uid and gid come together (uid %u, gid %u)",
-                               t->uid,
-                               t->gid);
+                           CRATER_EINVAL,
+                           "uid and gid come together (uid %u, gid %u)",
+                           t->uid,
+                           t->gid);
 }
 
 int crater_proto_task_decode(crater_dec_t *d,

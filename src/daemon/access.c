@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "crater/log.h"
-
 #include "crater/units.h"
 #include "daemon/internal.h"
 
