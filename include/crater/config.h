@@ -62,6 +62,9 @@ typedef struct crater_config {
         char *task_user;                   /* agent.taskUser */
         bool allow_root_tasks;             /* agent.allowRootTasks */
         uint32_t pids_limit;               /* agent.pidsLimit, 0 = none */
+        bool tenant_users;                 /* agent.tenantUsers */
+        bool hide_processes;               /* agent.hideProcesses */
+        char *work_root;                   /* agent.workRoot */
     } agent;
     struct {
         uint64_t sampling_interval_ms; /* monitoring.sampling_interval_ms */
@@ -75,6 +78,7 @@ typedef struct crater_config {
     struct {
         char *listen;            /* server.listen, "127.0.0.1:7480" */
         char *data_dir;          /* server.dataDir, "./var" */
+        char *task_uid_range;    /* server.taskUidRange, "FIRST-LAST"|none */
         uint64_t max_body_bytes; /* server.maxBodySize */
         uint64_t decision_log_retention_ms;  /* server.decisionLogRetention */
         uint64_t job_retention_ms;           /* server.jobRetention */
@@ -118,5 +122,9 @@ json_t *crater_config_encode(const crater_config_t *c);
 
 /* doc/config.md text, generated from the table. Caller frees. */
 char *crater_config_markdown(void);
+
+/* server.taskUidRange's text as numbers: 1 and *first <= *last (1 to
+ * 2^32-2) for "FIRST-LAST", 0 for "none", -1 when malformed. */
+int crater_config_uid_range(const char *text, uint32_t *first, uint32_t *last);
 
 #endif /* CRATER_CONFIG_H */

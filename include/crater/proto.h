@@ -95,6 +95,10 @@ typedef struct crater_proto_task {
     crater_proto_env_t *env;
     size_t nenv;
     char *working_dir; /* NULL: the agent makes one */
+    /* The tenant's task user, the same on every node (craterd allocates
+     * it from server.taskUidRange and keeps it with the tenant); 0 = none
+     * sent: the agent's agent.taskUser. Never root: 1 to 2^32-2. */
+    uint32_t uid, gid;
     crater_proto_placement_t placement;
     crater_proto_limits_t limits;
     uint64_t grace_period_ms;

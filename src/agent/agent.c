@@ -479,25 +479,6 @@ static void *sup_main(void *arg)
 /* ---- start / stop
  * ---------------------------------------------------------------- */
 
-/* DATA, DATA/logs (task output), DATA/tasks (task records), DATA/work
- * (default working directories; 0711 so a task user reaches its own). */
-static int make_dirs(crater_agent_t *a, crater_error_t *err)
-{
-    static const char *const subs[] = {"", "/logs", "/tasks", "/work"};
-    char path[4096];
-
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-        snprintf(path, sizeof(path), "%s%s", a->data_dir, subs[i]);
-        if (mkdir(path, i == 3 ? 0711 : 0755) < 0 && errno != EEXIST)
-            return crater_errorf(err,
-                                 CRATER_EIO,
-                                 "%s: %s",
-                                 path,
-                                 strerror(errno));
-    }
-    return 0;
-}
-
 static int open_parts(crater_agent_t *a,
                       const crater_agent_opts_t *o,
                       crater_error_t *err)
@@ -515,7 +496,7 @@ static int open_parts(crater_agent_t *a,
     a->synthetic = a->node.samples == CRATER_SAMPLES_SYNTHETIC;
     if (!(a->hw = crater_hw_encode_node(&a->node)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (make_dirs(a, err) < 0)
+    if (agent_isolation_setup(a, err) < 0) /* before the threads: forks */
         return -1;
     if (!(a->work_client = crater_client_create(o->server, o->token, err))
         || !(a->sup_client = crater_client_create(o->server, o->token, err))
@@ -544,7 +525,7 @@ static int open_parts(crater_agent_t *a,
                    "crater-shim not found (next to this program or "
                    "$CRATER_SHIM): tasks start under a fork of the agent, "
                    "a few milliseconds slower");
-    return task_user(a, err);
+    return 0;
 }
 
 static int start_threads(crater_agent_t *a)
@@ -670,6 +651,7 @@ void crater_agent_stop(crater_agent_t *a)
     free(a->server);
     free(a->token);
     free(a->data_dir);
+    free(a->work_root);
     pthread_cond_destroy(&a->wake);
     pthread_cond_destroy(&a->ev_wake);
     pthread_cond_destroy(&a->log_wake);

@@ -42,6 +42,9 @@ typedef struct atask {
     bool adopted;        /* left running by an earlier agent */
     char *dir;           /* DATA/tasks/<job>.<attempt>: task.json, exit */
     char *workdir;       /* the default working directory made for it */
+    bool switch_user;    /* runs as uid/gid (the agent is root) */
+    uid_t uid;           /* the tenant's task user, or agent.taskUser */
+    gid_t gid;
     atask_state_t state;
     int exit_code, signal;
     bool oom;
@@ -111,9 +114,12 @@ struct crater_agent {
     int64_t next_hb_ms;
     bool hb_now; /* a task finished: heartbeat at once */
 
-    uid_t uid;
+    uid_t uid; /* agent.taskUser: tasks craterd sent no uid for */
     gid_t gid;
-    bool switch_user;
+    bool switch_user;  /* the agent is root: tasks drop to a task user */
+    bool tenant_users; /* agent.tenantUsers: the tenant's uid from craterd */
+    bool hide_procs;   /* agent.hideProcesses, and the probe worked */
+    char *work_root;   /* default working directories (make_dirs()) */
     const char *shim_path; /* crater-shim, or NULL: fork a shim */
 
     atask_t **tasks;
@@ -178,7 +184,10 @@ void task_free(crater_agent_t *a, atask_t *t);
 /* Take t out of the table and free it; an exited task's log files, record
  * and working directory are deleted. */
 void task_remove(crater_agent_t *a, atask_t *t);
-int task_user(crater_agent_t *a, crater_error_t *err);
+/* isolate.c: the task user, the data and work directories (0700 and
+ * the work root), and whether tasks get a private /proc. At start, before
+ * the threads (it forks a probe). */
+int agent_isolation_setup(crater_agent_t *a, crater_error_t *err);
 
 /* slice.c (callers hold a->mu) */
 const char *agent_gpuslice_lib(void);

@@ -75,8 +75,7 @@ static bool has_slice(const atask_t *t, const crater_proto_task_t *task)
     return t->ngpus > 0 && !task->placement.whole_gpus;
 }
 
-static int write_slice_file(crater_agent_t *a,
-                            atask_t *t,
+static int write_slice_file(atask_t *t,
                             const crater_proto_task_t *task,
                             crater_error_t *err)
 {
@@ -96,8 +95,8 @@ static int write_slice_file(crater_agent_t *a,
     if (crater_gpuslice_create(path,
                                lim,
                                pl->ngpus,
-                               a->switch_user ? a->uid : getuid(),
-                               a->switch_user ? a->gid : getgid(),
+                               t->switch_user ? t->uid : getuid(),
+                               t->switch_user ? t->gid : getgid(),
                                err)
         < 0)
         return -1;
@@ -148,7 +147,7 @@ static int slice_env(crater_agent_t *a,
     uint64_t overhead = task_overhead(a, t);
     int rc = 0;
 
-    if (write_slice_file(a, t, task, err) < 0)
+    if (write_slice_file(t, task, err) < 0)
         return -1;
     if (!lib) {
         crater_log(LOG_WARNING,

@@ -15,10 +15,12 @@
  * adopts it from its record (taskstate.c) and learns its end from the exit
  * file. The task writes its own pid into the cgroup.procs files (so it is
  * limited before it runs any task code), redirects stdout/stderr to its
- * log files, drops to the task user, changes to its working directory (by
- * default DATA/work/<job>.<attempt>, made for it, also its HOME) and execs
- * the argv: never a shell. Everything both children need is prepared
- * before fork; they only make async-signal-safe calls.
+ * log files, gets its own /proc (agent.hideProcesses), drops to its task
+ * user (its tenant's uid and gid, isolate.c), and only then enters its
+ * working directory (by default WORK/<instance>.<job>.<attempt>, made for
+ * it and owned by it, also its HOME) and execs the argv: never a shell.
+ * Everything both children need is prepared before fork; they only make
+ * async-signal-safe calls.
  *
  * Stop: SIGTERM to the task's process group, and SIGKILL to everything in
  * its cgroup when the grace period ends. Exit: the exit file, checked on
@@ -64,35 +66,6 @@ atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt)
             && (!attempt || a->tasks[i]->attempt == attempt))
             return a->tasks[i];
     return NULL;
-}
-
-/* The task user: agent.taskUser when the agent runs as root (root itself
- * only with agent.allowRootTasks), otherwise the agent's own user. */
-int task_user(crater_agent_t *a, crater_error_t *err)
-{
-    const char *name = a->cfg ? a->cfg->agent.task_user : "nobody";
-    struct passwd *pw;
-
-    a->switch_user = false;
-    if (geteuid() != 0)
-        return 0;
-    if (!name || !(pw = getpwnam(name)))
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   "agent.taskUser",
-                                   "agent.taskUser: no user '%s' on this "
-                                   "machine",
-                                   name ? name : "");
-    if (pw->pw_uid == 0 && !(a->cfg && a->cfg->agent.allow_root_tasks))
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   "agent.taskUser",
-                                   "agent.taskUser is root: set "
-                                   "agent.allowRootTasks to allow it");
-    a->uid = pw->pw_uid;
-    a->gid = pw->pw_gid;
-    a->switch_user = pw->pw_uid != 0;
-    return 0;
 }
 
 /* ---- limits ----------------------------------------------------------------
@@ -197,7 +170,7 @@ typedef struct spawn {
     size_t nprocs;
     const char *out, *errf, *dir;
     char exit_tmp[4200], exit_path[4200]; /* the shim's status file */
-    bool switch_user;
+    bool switch_user, hide_procs;
     uid_t uid;
     gid_t gid;
 } spawn_t;
@@ -214,6 +187,7 @@ static taskexec_t exec_view(const spawn_t *s)
                         .exit_tmp = s->exit_tmp,
                         .exit_path = s->exit_path,
                         .switch_user = s->switch_user,
+                        .hide_procs = s->hide_procs,
                         .uid = s->uid,
                         .gid = s->gid};
 }
@@ -313,19 +287,44 @@ int task_add(crater_agent_t *a, atask_t *t)
     return 0;
 }
 
-/* The default working directory DATA/work/<job>.<attempt>, owned by the
- * task user; t->workdir. */
+/* Who t runs as: the tenant's uid and gid from craterd (agent.tenantUsers,
+ * an agent running as root), else the agent's task user (task_user()). */
+static void task_user_of(crater_agent_t *a,
+                         atask_t *t,
+                         const crater_proto_task_t *task)
+{
+    bool tenant = a->switch_user && task->uid && a->tenant_users;
+
+    t->switch_user = a->switch_user;
+    t->uid = tenant ? (uid_t)task->uid : a->uid;
+    t->gid = tenant ? (gid_t)task->gid : a->gid;
+}
+
+/* The default working directory, the task's own (0700, its uid and gid)
+ * and its HOME: WORK/<instance>.<job>.<attempt> under the agent's work
+ * root (make_dirs(): root-owned 0711, so the task user reaches it but
+ * cannot list it; the instance keeps two agents' jobs of the same id
+ * apart). Made by root in a directory only root writes to; t->workdir. */
 static const char *make_workdir(crater_agent_t *a,
                                 atask_t *t,
                                 crater_error_t *err)
 {
-    if (!(t->workdir =
-              path_printf("%s/work/%s.%u", a->data_dir, t->job, t->attempt))) {
+    if (!(t->workdir = path_printf("%s/%08x.%s.%u",
+                                   a->work_root,
+                                   a->instance,
+                                   t->job,
+                                   t->attempt))) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
         return NULL;
     }
     if ((mkdir(t->workdir, 0700) < 0 && errno != EEXIST)
-        || (a->switch_user && chown(t->workdir, a->uid, a->gid) < 0)) {
+        || (t->switch_user
+            && fchownat(AT_FDCWD,
+                        t->workdir,
+                        t->uid,
+                        t->gid,
+                        AT_SYMLINK_NOFOLLOW)
+                   < 0)) {
         crater_errorf(err, CRATER_EIO, "%s: %s", t->workdir, strerror(errno));
         return NULL;
     }
@@ -378,28 +377,30 @@ const char *agent_shim_path(void)
                         sizeof(found));
 }
 
-/* crater-shim's argv (crater_shim.c); NULL on ENOMEM. */
+/* crater-shim's argv (crater_shim.c); NULL on ENOMEM. v[5..8] are
+ * allocated (UID GID FLAGS NPROCS), the rest borrowed. */
 static char **shim_argv(const char *shim, const spawn_t *s)
 {
     size_t nargs = 0, k = 0;
-    char **v, num[3][24];
+    char **v, num[4][24];
 
     while (s->argv[nargs])
         nargs++;
-    if (!(v = calloc(10 + s->nprocs + nargs, sizeof(*v))))
+    if (!(v = calloc(11 + s->nprocs + nargs, sizeof(*v))))
         return NULL;
     snprintf(num[0],
              sizeof(num[0]),
              "%ld",
              s->switch_user ? (long)s->uid : -1L);
     snprintf(num[1], sizeof(num[1]), "%ld", (long)s->gid);
-    snprintf(num[2], sizeof(num[2]), "%zu", s->nprocs);
+    snprintf(num[2], sizeof(num[2]), "%s", s->hide_procs ? "p" : "-");
+    snprintf(num[3], sizeof(num[3]), "%zu", s->nprocs);
     v[k++] = (char *)shim;
     v[k++] = (char *)s->exit_path;
     v[k++] = (char *)s->out;
     v[k++] = (char *)s->errf;
     v[k++] = (char *)(s->dir ? s->dir : "-");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!(v[k++] = strdup(num[i]))) {
             for (size_t j = 5; j < k - 1; j++)
                 free(v[j]);
@@ -430,7 +431,7 @@ static pid_t spawn_shim(const char *shim, const spawn_t *s, int wfd)
     posix_spawn_file_actions_adddup2(&fa, wfd, 3);
     rc = posix_spawn(&pid, shim, &fa, NULL, v, s->envp);
     posix_spawn_file_actions_destroy(&fa);
-    for (int i = 5; i < 8; i++)
+    for (int i = 5; i < 9; i++)
         free(v[i]);
     free(v);
     if (rc != 0) {
@@ -492,6 +493,7 @@ static int prepare(crater_agent_t *a,
 {
     int rc = -1;
 
+    task_user_of(a, t, task);
     s->argv = crater_strv_dup(task->argv);
     s->dir = task->working_dir;
     if (!s->dir && !(s->dir = make_workdir(a, t, err)))
@@ -503,9 +505,10 @@ static int prepare(crater_agent_t *a,
     s->errf = t->log_path[1];
     snprintf(s->exit_tmp, sizeof(s->exit_tmp), "%s/exit.tmp", t->dir);
     snprintf(s->exit_path, sizeof(s->exit_path), "%s/exit", t->dir);
-    s->switch_user = a->switch_user;
-    s->uid = a->uid;
-    s->gid = a->gid;
+    s->switch_user = t->switch_user;
+    s->hide_procs = a->hide_procs;
+    s->uid = t->uid;
+    s->gid = t->gid;
     if (!s->argv || !s->argv[0] || !s->envp) {
         crater_errorf(err, CRATER_EINVAL, "task has no command");
         goto out;

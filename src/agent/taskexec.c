@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,12 +68,32 @@ static void fail(const char *what, const char *arg, int e, int code)
     _exit(code);
 }
 
+int taskexec_hide_procs(void)
+{
+    if (unshare(CLONE_NEWNS) < 0
+        || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return -1;
+    return mount("proc",
+                 "/proc",
+                 "proc",
+                 MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 "hidepid=invisible");
+}
+
+/* Groups, gid, uid: after this the task has no privilege left. */
+static void drop_user(const taskexec_t *s)
+{
+    if (s->switch_user
+        && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
+        fail("cannot switch to the task user of", s->argv[0], errno, 126);
+}
+
 void taskexec_child(const taskexec_t *s)
 {
     sigset_t none;
     int in = open("/dev/null", O_RDONLY);
-    int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
-    int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0640);
+    int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0640);
 
     /* default dispositions first (the shim ignores TERM/INT/HUP): once
      * this process has its group, a stop signal kills it or waits, blocked
@@ -87,11 +109,14 @@ void taskexec_child(const taskexec_t *s)
         || dup2(err, 2) < 0)
         _exit(126);
     close_range(3, ~0U, 0);
+    /* the agent probed this at start: failing now is not expected, and a
+     * task that would see every process does not run */
+    if (s->hide_procs && taskexec_hide_procs() < 0)
+        fail("cannot hide other users' processes for", s->argv[0], errno, 126);
+    drop_user(s);
+    /* entered as the task user: it reaches only what that user may */
     if (s->dir && chdir(s->dir) < 0)
         fail("cannot enter the working directory", s->dir, errno, 126);
-    if (s->switch_user
-        && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
-        fail("cannot switch to the task user of", s->argv[0], errno, 126);
     /* the agent blocks its stop signals: a task starts without that */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -8,8 +8,14 @@
  * <end time ms>\n" to exit_tmp, fsyncs and renames it to exit_path. The
  * task: its own process group, its pid written into every cgroup.procs
  * path (limited before it runs any code of its own), stdin /dev/null,
- * stdout/stderr to its log files, its working directory, the task user,
- * an empty signal mask and default dispositions, then execvpe.
+ * stdout/stderr to its log files (opened as root in the agent's 0700
+ * DATA/logs, O_NOFOLLOW: no path the task controls is opened as root),
+ * with hide_procs a private mount namespace whose /proc is a fresh procfs
+ * mounted hidepid=invisible (other users' processes, the agent's too, are
+ * not there), the task user (groups, gid, uid), and only then its working
+ * directory, entered with the task user's rights: a directory the task
+ * user cannot reach is refused in its stderr log, never entered as root.
+ * Then an empty signal mask and default dispositions, and execvpe.
  */
 #ifndef CRATER_AGENT_TASKEXEC_H
 #define CRATER_AGENT_TASKEXEC_H
@@ -27,9 +33,16 @@ typedef struct taskexec {
     const char *out, *errf, *dir; /* dir NULL: stay */
     const char *exit_tmp, *exit_path;
     bool switch_user;
+    bool hide_procs; /* own /proc, hidepid=invisible (before the drop) */
     uid_t uid;
     gid_t gid;
 } taskexec_t;
+
+/* Unshare the mount namespace, make / recursively private and mount a
+ * fresh procfs on /proc with hidepid=invisible: 0, or -1 and errno. Only
+ * async-signal-safe calls; for a child that is about to drop root (and
+ * for the agent's probe at start). */
+int taskexec_hide_procs(void);
 
 /* The task, in a child: never returns (exit 126 when its setup fails,
  * 127 when it cannot be executed). */

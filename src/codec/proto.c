@@ -526,6 +526,17 @@ static int f_task_dir(crater_dec_t *d, json_t *v, void *obj)
     return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &TASK(obj)->working_dir);
 }
 
+/* A task user or group: never root (0), never (uid_t)-1. */
+static int f_task_uid(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_u32(d, v, 1, UINT32_MAX - 1, &TASK(obj)->uid);
+}
+
+static int f_task_gid(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_u32(d, v, 1, UINT32_MAX - 1, &TASK(obj)->gid);
+}
+
 static int f_task_placement(crater_dec_t *d, json_t *v, void *obj)
 {
     return crater_dec_object(d, v, placement_fields, &TASK(obj)->placement);
@@ -552,6 +563,8 @@ static const crater_dec_field_t task_fields[] = {
     {"argv", f_task_argv, CRATER_FIELD_REQUIRED},
     {"env", f_task_env, CRATER_FIELD_REQUIRED},
     {"workingDir", f_task_dir, 0},
+    {"uid", f_task_uid, 0},
+    {"gid", f_task_gid, 0},
     {"placement", f_task_placement, CRATER_FIELD_REQUIRED},
     {"limits", f_task_limits, CRATER_FIELD_REQUIRED},
     {"gracePeriod_ms", f_task_grace, CRATER_FIELD_REQUIRED},
@@ -559,13 +572,27 @@ static const crater_dec_field_t task_fields[] = {
     {NULL, NULL, 0},
 };
 
+/* uid and gid come together or not at all. */
+static int task_user_check(crater_dec_t *d, const crater_proto_task_t *t)
+{
+    if (!t->uid == !t->gid)
+        return 0;
+    crater_dec_push_key(d, t->uid ? "gid" : "uid");
+    return crater_dec_fail(d,
+                           CRATER_EINVAL,
+                           "uid and gid come together (uid %u, gid %u)",
+                           t->uid,
+                           t->gid);
+}
+
 int crater_proto_task_decode(crater_dec_t *d,
                              json_t *v,
                              crater_proto_task_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->placement.numa = -1;
-    if (crater_dec_object(d, v, task_fields, out) == 0)
+    if (crater_dec_object(d, v, task_fields, out) == 0
+        && task_user_check(d, out) == 0)
         return 0;
     crater_proto_task_clear(out);
     return -1;
@@ -633,6 +660,12 @@ json_t *crater_proto_task_encode(const crater_proto_task_t *t)
         json_decref(o);
         return NULL;
     }
+    if (o && t->uid
+        && (json_object_set_new(o, "uid", json_integer(t->uid)) < 0
+            || json_object_set_new(o, "gid", json_integer(t->gid)) < 0)) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -687,7 +720,9 @@ static int f_item_seq(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_item_task(crater_dec_t *d, json_t *v, void *obj)
 {
-    return crater_dec_object(d, v, task_fields, &ITEM(obj)->task);
+    if (crater_dec_object(d, v, task_fields, &ITEM(obj)->task) < 0)
+        return -1;
+    return task_user_check(d, &ITEM(obj)->task);
 }
 
 static int f_stop_job(crater_dec_t *d, json_t *v, void *obj)

@@ -79,6 +79,8 @@ static const char *const backend_names[] = {"sqlite", "etcd", NULL};
 static int check_listen(crater_dec_t *d, const void *field);
 static int check_policy(crater_dec_t *d, const void *field);
 static int check_urls(crater_dec_t *d, const void *field);
+static int check_uid_range(crater_dec_t *d, const void *field);
+static int check_abs_path(crater_dec_t *d, const void *field);
 
 /* Section names: mappings that group rows. */
 static const char *const sections[] = {"scheduler",
@@ -209,6 +211,21 @@ static const row_t rows[] = {
  NULL, "Most processes and threads one task may have at once (the pids "
  "controller's pids.max): a fork bomb stops there instead of taking the "
  "node down. 0 = no limit."},
+{"agent.tenantUsers", T_BOOL, F(agent.tenant_users), "true", 0, 0, 0, NULL,
+ NULL, "Run each tenant's tasks under the tenant's own uid and gid, which "
+ "craterd allocates from server.taskUidRange (the same on every node): "
+ "one tenant's tasks cannot read another's /proc/PID/environ or signal "
+ "them. false: every task runs as taskUser (all tenants share one uid)."},
+{"agent.hideProcesses", T_BOOL, F(agent.hide_processes), "true", 0, 0, 0,
+ NULL, NULL, "Give each task its own mount of /proc with hidepid=invisible "
+ "(a private mount namespace): it sees only its own user's processes, not "
+ "other tenants' nor the agent's. Needs Linux 5.8; without it the agent "
+ "warns once and tasks see every process."},
+{"agent.workRoot", T_STRING, F(agent.work_root), "/var/lib/crater/work", 0,
+ 0, 0, NULL, check_abs_path, "Where an agent running as root makes "
+ "default working directories (made 0711 and root-owned; each task's is "
+ "0700 and its own): outside the agent's 0700 data directory, so a task "
+ "user reaches its own. An agent that is not root uses DATA/work."},
 
 {"monitoring.sampling_interval_ms", T_UINT, F(monitoring.sampling_interval_ms),
  "5000", 100, 3600e3, 0, NULL, NULL,
@@ -234,6 +251,11 @@ static const row_t rows[] = {
  "dashboard."},
 {"server.dataDir", T_STRING, F(server.data_dir), "./var", 0, 0, 0, NULL,
  NULL, "Directory for the SQLite store and the decision log."},
+{"server.taskUidRange", T_STRING, F(server.task_uid_range), "200000-299999",
+ 0, 0, 0, NULL, check_uid_range, "Uids (and gids) craterd gives tenants, "
+ "one each, kept with the tenant in the store: FIRST-LAST, outside every "
+ "real user's and /etc/subuid's range; none: no per-tenant users (tasks "
+ "run as agent.taskUser)."},
 {"server.maxBodySize", T_BYTES, F(server.max_body_bytes), "1Mi", 1024,
  1024.0 * 1024 * 1024, 0, NULL, NULL,
  "Largest request body the API accepts."},
@@ -630,6 +652,48 @@ static int check_listen(crater_dec_t *d, const void *field)
         return crater_dec_fail(d,
                                CRATER_EINVAL,
                                "'%s': port must be 1 to 65535",
+                               s);
+    return 0;
+}
+
+int crater_config_uid_range(const char *text, uint32_t *first, uint32_t *last)
+{
+    unsigned long long a, b;
+    int n = 0;
+
+    if (strcmp(text, "none") == 0)
+        return 0;
+    if (sscanf(text, "%llu-%llu%n", &a, &b, &n) != 2 || text[n]
+        || !isdigit((unsigned char)text[0]) || a < 1 || b < a
+        || b > UINT32_MAX - 1)
+        return -1;
+    *first = (uint32_t)a;
+    *last = (uint32_t)b;
+    return 1;
+}
+
+static int check_uid_range(crater_dec_t *d, const void *field)
+{
+    const char *s = *(char *const *)field;
+    uint32_t a, b;
+
+    if (crater_config_uid_range(s, &a, &b) < 0)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%s' is not FIRST-LAST (1 <= FIRST <= LAST "
+                               "< 4294967295, e.g. 200000-299999) or none",
+                               s);
+    return 0;
+}
+
+static int check_abs_path(crater_dec_t *d, const void *field)
+{
+    const char *s = *(char *const *)field;
+
+    if (s[0] != '/')
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%s' is not an absolute path",
                                s);
     return 0;
 }

@@ -10,11 +10,21 @@
  * tenant's jobs that are not finished, plus this one, would request more
  * than the quota in any dimension (GPUs, GPU memory, CPU, memory). The
  * error names the dimension, the quota and what is in use.
+ *
+ * Task users: each tenant's tasks run under a uid (and gid of the same
+ * number) of its own, so that on a node one tenant's tasks cannot read
+ * another's /proc/PID/environ or signal them (doc/security.md). craterd
+ * allocates it, not the agents, so it is the same on every node: at the
+ * tenant's first submission, the number after the highest one given out,
+ * from server.taskUidRange. It is stored with the tenant's record before
+ * the job is (commits reach the store in order), so an acknowledged job's
+ * tenant keeps its uid across restarts; uids are never reused.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crater/log.h"
 #include "crater/units.h"
 #include "daemon/internal.h"
 
@@ -47,6 +57,81 @@ dtenant_t *tenant_get(crater_daemon_t *d, const char *name)
     t->weight = 1.0;
     d->tenants[d->ntenants++] = t;
     return t;
+}
+
+int tenant_persist(crater_daemon_t *d, const dtenant_t *t)
+{
+    json_t *v = json_pack("{s:f}", "weight", t->weight);
+    char key[512];
+
+    if (v && t->has_quota
+        && json_object_update_new(v,
+                                  json_pack("{s:I, s:I, s:I, s:I}",
+                                            "gpus",
+                                            (json_int_t)t->q_gpus,
+                                            "gpu_memory",
+                                            (json_int_t)t->q_gpu_mem,
+                                            "cpu_millis",
+                                            (json_int_t)t->q_cpu,
+                                            "memory",
+                                            (json_int_t)t->q_mem))
+               < 0) {
+        json_decref(v);
+        v = NULL;
+    }
+    if (v && t->uid
+        && json_object_set_new(v, "uid", json_integer(t->uid)) < 0) {
+        json_decref(v);
+        v = NULL;
+    }
+    snprintf(key, sizeof(key), KEY_TENANTS "%s", t->name);
+    return persist_put_json(d, key, v, NULL, NULL);
+}
+
+/* The next uid of the range; 0 when it is used up. */
+static uint32_t next_uid(crater_daemon_t *d, uint32_t first, uint32_t last)
+{
+    uint32_t hi = 0;
+
+    for (size_t i = 0; i < d->ntenants; i++)
+        if (d->tenants[i]->uid > hi)
+            hi = d->tenants[i]->uid;
+    if (hi < first)
+        return first;
+    return hi < last ? hi + 1 : 0;
+}
+
+int tenant_uid(crater_daemon_t *d,
+               const char *name,
+               uint32_t *uid,
+               crater_error_t *err)
+{
+    uint32_t first, last;
+    dtenant_t *t;
+
+    *uid = 0;
+    if (crater_config_uid_range(d->cfg.server.task_uid_range, &first, &last)
+        <= 0)
+        return 0;
+    if (!(t = tenant_get(d, name)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    if (!t->uid) {
+        if (!(t->uid = next_uid(d, first, last)))
+            return crater_errorf_field(err,
+                                       CRATER_EIMPOSSIBLE,
+                                       "tenant",
+                                       "no task uid left for tenant '%s': "
+                                       "server.taskUidRange %s is used up",
+                                       name,
+                                       d->cfg.server.task_uid_range);
+        crater_log(LOG_INFO, "tenant %s: task uid %u", name, t->uid);
+        if (tenant_persist(d, t) < 0) {
+            t->uid = 0;
+            return crater_errorf(err, CRATER_EIO, "cannot store tenant");
+        }
+    }
+    *uid = t->uid;
+    return 0;
 }
 
 typedef struct usage {

@@ -364,7 +364,7 @@ static int parse_quota(json_t *body,
 
 static json_t *tenant_json(const dtenant_t *t)
 {
-    return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:f}",
+    return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:f, s:I}",
                      "name",
                      t->name,
                      "quota",
@@ -377,7 +377,9 @@ static json_t *tenant_json(const dtenant_t *t)
                      "memory_bytes",
                      (json_int_t)t->q_mem,
                      "weight",
-                     t->weight);
+                     t->weight,
+                     "task_uid",
+                     (json_int_t)t->uid);
 }
 
 static void h_tenant_put(crater_http_req_t *r,
@@ -392,7 +394,6 @@ static void h_tenant_put(crater_http_req_t *r,
     double w;
     principal_t p;
     dtenant_t *t;
-    char key[512];
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || api_require_admin(&p, resp) < 0
@@ -410,22 +411,7 @@ static void h_tenant_put(crater_http_req_t *r,
     t->q_cpu = q[2];
     t->q_mem = q[3];
     t->weight = w;
-    snprintf(key, sizeof(key), KEY_TENANTS "%s", name);
-    persist_put_json(d,
-                     key,
-                     json_pack("{s:I, s:I, s:I, s:I, s:f}",
-                               "gpus",
-                               (json_int_t)q[0],
-                               "gpu_memory",
-                               (json_int_t)q[1],
-                               "cpu_millis",
-                               (json_int_t)q[2],
-                               "memory",
-                               (json_int_t)q[3],
-                               "weight",
-                               w),
-                     NULL,
-                     NULL);
+    tenant_persist(d, t);
     crater_http_json(resp, 200, tenant_json(t));
     api_answer_when_stored(d, r, resp);
 out:

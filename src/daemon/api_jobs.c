@@ -258,7 +258,12 @@ static int admit(crater_daemon_t *d,
                                    "submit %u jobs or use"
                                    " `crater sim` for gangs",
                                    spec->replicas);
-    return tenant_admit(d, spec->tenant ? spec->tenant : "default", spec, err);
+    const char *tenant = spec->tenant ? spec->tenant : "default";
+    uint32_t uid;
+
+    if (tenant_admit(d, tenant, spec, err) < 0)
+        return -1;
+    return tenant_uid(d, tenant, &uid, err); /* stored before the job */
 }
 
 /* Could the job ever run here: does it fit some node of the cluster when

@@ -6,8 +6,8 @@
 
 /* The agent protocol's version (doc/agent.md). Register carries it; craterd
  * refuses an agent that speaks another. 2: task events, adoption, logs per
- * attempt. */
-#define CRATER_AGENT_PROTOCOL 2
+ * attempt. 3: the tenant's task uid/gid in the task order. */
+#define CRATER_AGENT_PROTOCOL 3
 
 /* Static string, never freed. */
 const char *crater_version(void);

@@ -1,14 +1,14 @@
 /* daemon.c - craterd's start and stop: the order in which the parts come
  * up and go down.
  *
- * Start: data directory, knowledge base (with the config's overrides),
- * scheduler core, queue, store (SQLite under DATA_DIR/crater.db), rebuild
- * from the store, first admin token (only when the store has no token),
- * nodes from --hardware, routes, HTTP server, scheduler thread; /readyz
- * answers 200 from then on. Stop is the reverse: the scheduler thread ends
- * (completing every suspended long poll), the HTTP server stops, the store
- * finishes its queued commits (their callbacks still find the state), then
- * memory is freed.
+ * Start: data directory (0700 whatever existed), knowledge base (with the
+ * config's overrides), scheduler core, queue, store (SQLite under
+ * DATA_DIR/crater.db), rebuild from the store, first admin token (only when the
+ * store has no token), nodes from --hardware, routes, HTTP server, scheduler
+ * thread; /readyz answers 200 from then on. Stop is the reverse: the scheduler
+ * thread ends (completing every suspended long poll), the HTTP server stops,
+ * the store finishes its queued commits (their callbacks still find the state),
+ * then memory is freed.
  *
  * The configuration is copied shallowly: its strings are borrowed, so the
  * caller keeps cfg alive until crater_daemon_stop() returns.
@@ -23,6 +23,7 @@
 
 #include "crater/hwfile.h"
 #include "crater/log.h"
+#include "crater/privdir.h"
 #include "daemon/internal.h"
 
 static uint64_t env_now(void *arg)
@@ -82,10 +83,12 @@ static int open_parts(crater_daemon_t *d,
     char path[4096];
     crater_dec_t dec;
 
-    if (mkdir_p(d->data_dir, err) < 0)
+    /* 0700 whatever existed: the store, tokens and job logs */
+    if (mkdir_p(d->data_dir, err) < 0
+        || crater_private_dir(d->data_dir, "server.dataDir", err) < 0)
         return -1;
     snprintf(path, sizeof(path), "%s/logs", d->data_dir);
-    if (mkdir_p(path, err) < 0)
+    if (crater_private_dir(path, "server.dataDir", err) < 0)
         return -1;
     if (!(d->kb = crater_kb_create()) || !(d->queue = crater_queue_create())
         || !(d->profiles = crater_profiles_create())

@@ -152,6 +152,7 @@ typedef struct dtenant {
     uint64_t q_gpus, q_gpu_mem, q_cpu, q_mem; /* 0 = unlimited */
     double weight;
     uint64_t d_cpu, d_mem; /* defaults (millicores, bytes); 0 = server's */
+    uint32_t uid;          /* its tasks' uid and gid (access.c); 0 = none yet */
 } dtenant_t;
 
 typedef struct dtoken {
@@ -373,6 +374,15 @@ dtenant_t *tenant_get(crater_daemon_t *d, const char *name); /* creates */
  * and in norm (its stored form), before the quota check counts it.
  * Caller holds d->mu. */
 void job_defaults(crater_daemon_t *d, crater_jobspec_t *spec, json_t *norm);
+/* Store the tenant's record (quota, weight, task uid) at KEY_TENANTS. */
+int tenant_persist(crater_daemon_t *d, const dtenant_t *t);
+/* The tenant's task uid (= gid) in *uid, allocated and stored at its first
+ * call: 0 when server.taskUidRange is none; -1 when the range is used up
+ * or out of memory. */
+int tenant_uid(crater_daemon_t *d,
+               const char *name,
+               uint32_t *uid,
+               crater_error_t *err);
 int tenant_admit(crater_daemon_t *d,
                  const char *tenant,
                  const crater_jobspec_t *spec,

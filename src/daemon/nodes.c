@@ -522,6 +522,7 @@ int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
 {
     const crater_node_t *cn = node_model(d, j->pl.node);
     const crater_jobspec_t *s = j->spec;
+    crater_error_t err;
     char id[24];
 
     memset(t, 0, sizeof(*t));
@@ -541,6 +542,12 @@ int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
         .gpu_isolation = s->resources.gpu.isolation,
     };
     t->grace_period_ms = s->grace_period_ms;
+    if (tenant_uid(d, j->tenant, &t->uid, &err) < 0) {
+        crater_log(LOG_ERR, "job %s: %s", id, err.text);
+        crater_proto_task_clear(t);
+        return -1;
+    }
+    t->gid = t->uid;
     if (!t->job || (s->command && !t->argv) || (s->workdir && !t->working_dir)
         || order_env(j, cn, t) < 0
         || order_placement(j, cn, &t->placement) < 0) {

@@ -145,13 +145,13 @@ static int load_tenant(crater_daemon_t *d,
                        crater_error_t *err)
 {
     dtenant_t *t = tenant_get(d, key + strlen(KEY_TENANTS));
-    json_int_t g = 0, gm = 0, c = 0, m = 0;
+    json_int_t g = 0, gm = 0, c = 0, m = 0, uid = 0;
     double w = 1.0;
 
     if (!t)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     if (json_unpack(v,
-                    "{s:I, s:I, s:I, s:I, s?F}",
+                    "{s?I, s?I, s?I, s?I, s?F, s?I}",
                     "gpus",
                     &g,
                     "gpu_memory",
@@ -161,15 +161,20 @@ static int load_tenant(crater_daemon_t *d,
                     "memory",
                     &m,
                     "weight",
-                    &w)
-        < 0)
+                    &w,
+                    "uid",
+                    &uid)
+            < 0
+        || uid < 0 || uid >= UINT32_MAX)
         return crater_errorf(err, CRATER_EPARSE, "store: %s: malformed", key);
-    t->has_quota = true;
+    /* records without "gpus" only keep a task uid (access.c) */
+    t->has_quota = json_object_get(v, "gpus") != NULL;
     t->q_gpus = (uint64_t)g;
     t->q_gpu_mem = (uint64_t)gm;
     t->q_cpu = (uint64_t)c;
     t->q_mem = (uint64_t)m;
     t->weight = w;
+    t->uid = (uint32_t)uid;
     return crater_queue_set_tenant_weight(d->queue, t->name, w, err);
 }
 

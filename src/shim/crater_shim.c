@@ -7,13 +7,14 @@
  * build tree's path, or through $CRATER_SHIM; without it the agent forks
  * an in-process shim (the same code).
  *
- *   crater-shim EXIT_PATH STDOUT STDERR DIR|- UID GID NPROCS PROCS... --
- * ARGV...
+ *   crater-shim EXIT_PATH STDOUT STDERR DIR|- UID GID FLAGS NPROCS PROCS...
+ *   -- ARGV...
  *
  * with the task's environment as its own and fd 3 the pipe that takes the
- * task's pid. UID -1: keep the user. Not for people to run. Once parsed,
- * its command line shrinks to "crater-shim EXIT_PATH" (the arguments are
- * copied and their memory cleared, as setproctitle does), so `ps` and
+ * task's pid. UID -1: keep the user. FLAGS: "p" hides other users'
+ * processes (taskexec_hide_procs), "-" nothing. Not for people to run. Once
+ * parsed, its command line shrinks to "crater-shim EXIT_PATH" (the arguments
+ * are copied and their memory cleared, as setproctitle does), so `ps` and
  * `pgrep -f` show the task's command once, on the task.
  */
 #include <stdio.h>
@@ -50,9 +51,9 @@ int main(int argc, char **argv)
     static char tmp[4200];
     taskexec_t s = {0};
     long uid, gid, n;
-    int i = 8;
+    int i = 9;
 
-    if (argc < 10 || !(argv = hide_args(argc, argv, 2)))
+    if (argc < 11 || !(argv = hide_args(argc, argv, 2)))
         return usage();
     s.exit_path = argv[1];
     s.out = argv[2];
@@ -60,13 +61,14 @@ int main(int argc, char **argv)
     s.dir = strcmp(argv[4], "-") != 0 ? argv[4] : NULL;
     uid = strtol(argv[5], NULL, 10);
     gid = strtol(argv[6], NULL, 10);
-    n = strtol(argv[7], NULL, 10);
-    if (n < 0 || n > argc - 9 || strcmp(argv[8 + n], "--") != 0
-        || 9 + n >= argc)
+    s.hide_procs = strchr(argv[7], 'p') != NULL;
+    n = strtol(argv[8], NULL, 10);
+    if (n < 0 || n > argc - 10 || strcmp(argv[9 + n], "--") != 0
+        || 10 + n >= argc)
         return usage();
     s.procs = argv + i;
     s.nprocs = (size_t)n;
-    s.argv = argv + 9 + n;
+    s.argv = argv + 10 + n;
     s.envp = environ;
     s.switch_user = uid >= 0;
     s.uid = (uid_t)uid;

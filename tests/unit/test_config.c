@@ -86,6 +86,10 @@ START_TEST(defaults_every_key)
     ck_assert(c.agent.cpu_limit_multiplier == 1.0);
     ck_assert_str_eq(c.agent.task_user, "nobody");
     ck_assert(!c.agent.allow_root_tasks);
+    ck_assert(c.agent.tenant_users);
+    ck_assert(c.agent.hide_processes);
+    ck_assert_str_eq(c.agent.work_root, "/var/lib/crater/work");
+    ck_assert_str_eq(c.server.task_uid_range, "200000-299999");
     ck_assert_uint_eq(c.monitoring.sampling_interval_ms, 5000);
     ck_assert_uint_eq(c.monitoring.smoothing_window, 10);
     ck_assert_uint_eq(c.inference.warm_pool_size, 0);
@@ -236,6 +240,14 @@ START_TEST(values_by_type)
                      "t.yaml:2:3: scheduler.gpuContextOverhead: '20GB/s': "
                      "'GB/s' is a bandwidth unit, expected a memory size (e.g. "
                      "20Gi or 20GB)");
+    ck_assert_str_eq(decode_bad("server:\n  taskUidRange: 0-10\n",
+                                CRATER_EINVAL),
+                     "t.yaml:2:3: server.taskUidRange: '0-10' is not "
+                     "FIRST-LAST (1 <= FIRST <= LAST < 4294967295, e.g. "
+                     "200000-299999) or none");
+    ck_assert_str_eq(decode_bad("agent:\n  workRoot: work\n", CRATER_EINVAL),
+                     "t.yaml:2:3: agent.workRoot: 'work' is not an absolute "
+                     "path");
     ck_assert_str_eq(decode_bad("agent:\n  migrationPolicy: eager\n",
                                 CRATER_EINVAL),
                      "t.yaml:2:3: agent.migrationPolicy: 'eager' is not one "
@@ -512,8 +524,8 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(ea), 8);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 15);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 9);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 12);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 13);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
                                          "backend")),

@@ -78,6 +78,8 @@ static void sample_task(crater_proto_task_t *t)
                                               "GPU-0,GPU-1"),
                      0);
     t->working_dir = strdup("/scratch/17");
+    t->uid = 200001;
+    t->gid = 200001;
     t->placement.node = strdup("gpu-3");
     t->placement.ngpus = 2;
     for (uint32_t i = 0; i < 2; i++) {
@@ -112,6 +114,8 @@ static void check_task(const crater_proto_task_t *t)
     ck_assert_str_eq(crater_proto_task_getenv(t, "CUDA_VISIBLE_DEVICES"),
                      "GPU-0,GPU-1");
     ck_assert_str_eq(t->working_dir, "/scratch/17");
+    ck_assert_uint_eq(t->uid, 200001);
+    ck_assert_uint_eq(t->gid, 200001);
     ck_assert_uint_eq(t->placement.ngpus, 2);
     ck_assert_uint_eq(t->placement.gpus[1].index, 5);
     ck_assert_uint_eq(t->placement.gpus[1].memory_bytes, 11ull << 30);
@@ -445,6 +449,10 @@ START_TEST(task_malformed)
                            1),
                  "placement.gpus[0].index");
     task_refused("gracePeriod_ms", json_real(1.5), "gracePeriod_ms");
+    /* the task user: never root, never (uid_t)-1, uid and gid together */
+    task_refused("uid", json_integer(0), "uid");
+    task_refused("gid", json_integer(4294967295LL), "gid");
+    task_refused("gid", NULL, "gid");
 }
 END_TEST
 

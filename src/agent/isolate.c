@@ -1,0 +1,190 @@
+/* isolate.c - what keeps one tenant's tasks from another's on this node,
+ * set up once at the agent's start (doc/security.md).
+ *
+ * Users: an agent running as root starts every task under a task user. By
+ * default (agent.tenantUsers) that is the uid and gid craterd allocated to
+ * the task's tenant (server.taskUidRange, the same on every node), so two
+ * tenants' tasks cannot read each other's /proc/PID/environ, ptrace or
+ * signal each other, or open each other's 0700 working directories;
+ * agent.taskUser is the user of tasks craterd sent no uid for (and of all
+ * tasks with agent.tenantUsers false). An agent that is not root runs its
+ * tasks as itself.
+ *
+ * /proc: with agent.hideProcesses, each task gets a private mount
+ * namespace with its own procfs mounted hidepid=invisible (Linux 5.8), so
+ * it does not even see other users' processes, the agent's and their
+ * command lines included. Probed here once, in a child: when it cannot
+ * work (an old kernel, no CAP_SYS_ADMIN) the agent warns once and tasks
+ * see every process (other uids' environ, fds and memory stay closed).
+ *
+ * Directories: DATA (task records, logs, tokens) is 0700 whatever
+ * existed, so a task user cannot enter it. Default working directories
+ * therefore live elsewhere, under agent.workRoot: made root-owned 0711
+ * (a task user can pass through to its own 0700 directory, list nothing,
+ * create nothing).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/internal.h"
+#include "agent/taskexec.h"
+#include "crater/log.h"
+#include "crater/privdir.h"
+
+/* The task user: agent.taskUser when the agent runs as root (root itself
+ * only with agent.allowRootTasks), otherwise the agent's own user. */
+static int task_user(crater_agent_t *a, crater_error_t *err)
+{
+    const char *name = a->cfg ? a->cfg->agent.task_user : "nobody";
+    struct passwd *pw;
+
+    a->switch_user = false;
+    if (geteuid() != 0)
+        return 0;
+    if (!name || !(pw = getpwnam(name)))
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "agent.taskUser",
+                                   "agent.taskUser: no user '%s' on this "
+                                   "machine",
+                                   name ? name : "");
+    if (pw->pw_uid == 0 && !(a->cfg && a->cfg->agent.allow_root_tasks))
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "agent.taskUser",
+                                   "agent.taskUser is root: set "
+                                   "agent.allowRootTasks to allow it");
+    a->uid = pw->pw_uid;
+    a->gid = pw->pw_gid;
+    a->switch_user = pw->pw_uid != 0;
+    a->tenant_users = !a->cfg || a->cfg->agent.tenant_users;
+    return 0;
+}
+
+/* mkdir -p of path's parents (0755) and path itself (mode). */
+static int mkdirs(const char *path, mode_t mode)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+
+    if (n >= sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The work root of a root agent: a directory root owns and only root may
+ * write to (anyone else could plant a symlink where a task's working
+ * directory will be made), mode 0711. */
+static int work_root(crater_agent_t *a, crater_error_t *err)
+{
+    struct stat st;
+
+    if (mkdirs(a->work_root, 0711) < 0 || lstat(a->work_root, &st) < 0)
+        return crater_errorf_field(err,
+                                   CRATER_EIO,
+                                   "agent.workRoot",
+                                   "agent.workRoot %s: %s",
+                                   a->work_root,
+                                   strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+        return crater_errorf_field(err,
+                                   CRATER_EIO,
+                                   "agent.workRoot",
+                                   "agent.workRoot %s: must be a directory "
+                                   "owned by root that only root writes to",
+                                   a->work_root);
+    if ((st.st_mode & 07777) != 0711 && chmod(a->work_root, 0711) < 0)
+        return crater_errorf_field(err,
+                                   CRATER_EIO,
+                                   "agent.workRoot",
+                                   "agent.workRoot %s: %s",
+                                   a->work_root,
+                                   strerror(errno));
+    return 0;
+}
+
+/* DATA, DATA/logs (task output), DATA/tasks (task records): 0700. The
+ * work root: agent.workRoot for a root agent, DATA/work otherwise (its
+ * tasks run as the agent's user). */
+static int make_dirs(crater_agent_t *a, crater_error_t *err)
+{
+    static const char *const subs[] = {"/logs", "/tasks"};
+    const char *root = a->cfg ? a->cfg->agent.work_root : NULL;
+    char path[4096];
+
+    if (crater_private_dir(a->data_dir, "--data-dir", err) < 0)
+        return -1;
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s%s", a->data_dir, subs[i]);
+        if (crater_private_dir(path, "--data-dir", err) < 0)
+            return -1;
+    }
+    if (a->switch_user) {
+        if (!(a->work_root = strdup(root ? root : "/var/lib/crater/work")))
+            return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        return work_root(a, err);
+    }
+    snprintf(path, sizeof(path), "%s/work", a->data_dir);
+    if (!(a->work_root = strdup(path)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return crater_private_dir(path, "--data-dir", err);
+}
+
+/* Can a child hide /proc? Tried in a child (its namespace dies with it);
+ * the cost is logged: it is paid by every task start. */
+static bool probe_hide(void)
+{
+    struct timespec t0, t1;
+    int st = 0;
+    pid_t pid;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if ((pid = fork()) == 0)
+        _exit(taskexec_hide_procs() == 0 ? 0 : 1);
+    if (pid < 0)
+        return false;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return false;
+    crater_log(LOG_INFO,
+               "tasks get a private /proc (hidepid=invisible): %.0f us "
+               "in a probe",
+               (double)(t1.tv_sec - t0.tv_sec) * 1e6
+                   + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3);
+    return true;
+}
+
+int agent_isolation_setup(crater_agent_t *a, crater_error_t *err)
+{
+    if (task_user(a, err) < 0 || make_dirs(a, err) < 0)
+        return -1;
+    a->hide_procs = false;
+    if (!a->switch_user || (a->cfg && !a->cfg->agent.hide_processes))
+        return 0;
+    if (!(a->hide_procs = probe_hide()))
+        crater_log(LOG_WARNING,
+                   "agent.hideProcesses: cannot mount a private /proc with "
+                   "hidepid=invisible (Linux >= 5.8 and CAP_SYS_ADMIN "
+                   "needed): tasks see every process on this node; other "
+                   "users' environ, memory and fds stay closed to them");
+    return 0;
+}
