@@ -319,7 +319,7 @@ int metrics_setup(crater_daemon_t *d, crater_error_t *err)
     if (!d->m_util || !d->m_queue || !d->m_jobs || !d->m_nodes || !d->m_lat
         || !d->m_dec || !d->m_preempt || !d->m_commits)
         return -1;
-    return 0;
+    return history_metrics_setup(d, err);
 }
 
 static void publish_util(crater_daemon_t *d)
@@ -382,5 +382,6 @@ char *metrics_render(crater_daemon_t *d, size_t *len)
     pthread_mutex_lock(&d->mu);
     publish(d);
     pthread_mutex_unlock(&d->mu);
+    history_metrics_publish(d); /* no lock: the store's own atomics */
     return crater_metrics_render(d->metrics, len);
 }
