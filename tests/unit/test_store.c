@@ -453,18 +453,24 @@ START_TEST(compaction_frees_history)
     ck_assert_int_eq(s.events, 5000);
     ck_assert_uint_gt(s.db_bytes, 0);
     ck_assert_uint_gt(s.wal_bytes, 0);
-    ck_assert_int_eq(
-        crater_store_compact_async(st, 40, compact_done, &compact_rc, &err),
-        0);
+    ck_assert_int_eq(crater_store_compact_async(st,
+                                                40,
+                                                compact_done,
+                                                &compact_rc,
+                                                &err),
+                     0);
     wait_events(st, 1000);
     ck_assert_int_eq(atomic_load(&compact_rc), 0);
     ck_assert_int_eq(crater_store_compacted_revision(st), 40);
     ck_assert_int_eq(crater_store_changes(st, "", 40, 0, &ev, &err), 0);
     ck_assert_uint_eq(ev.count, 1000);
     crater_store_event_list_free(&ev);
-    ck_assert_int_eq(
-        crater_store_compact_async(st, 51, compact_done, &compact_rc, &err),
-        0);
+    ck_assert_int_eq(crater_store_compact_async(st,
+                                                51,
+                                                compact_done,
+                                                &compact_rc,
+                                                &err),
+                     0);
     put_many(st, 1); /* the callback has run once this commit is done */
     ck_assert_int_eq(atomic_load(&compact_rc), -1); /* ERANGE */
     put_many(st, 30);
