@@ -202,6 +202,7 @@ static int load_node(crater_daemon_t *d,
     n->notready_since_ms =
         dnow_ms() + (int64_t)d->cfg.agent.heartbeat_timeout_ms;
     n->cordoned = json_is_true(json_object_get(v, "cordoned"));
+    n->draining = json_is_true(json_object_get(v, "draining"));
     if (reason && *reason)
         n->reason = strdup(reason);
     crater_sched_set_cordoned(d->sched, n->sid, n->cordoned);
