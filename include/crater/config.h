@@ -96,6 +96,7 @@ typedef struct crater_config {
     struct {
         crater_store_backend_t backend; /* store.backend */
         char **etcd_endpoints;          /* store.etcdEndpoints */
+        uint64_t history_retention_ms;  /* store.historyRetention, 0 = all */
     } store;
     json_t *kb_override; /* hardware_knowledge_base.override, raw; applied
                             with crater_kb_override() (owned reference) */

@@ -120,8 +120,25 @@ int crater_store_changes(crater_store_t *st,
 
 /* Drops change history at or below rev (current keys are kept). ERANGE when
  * rev is beyond the current revision; compacting at or below the already
- * compacted revision is a no-op. */
+ * compacted revision is a no-op. The history is gone for readers once this
+ * returns (changes() answers ESTALE); the backend may free its space
+ * later, in bounded steps (SQLite: 1,000 rows per commit). Blocks until the
+ * compacted revision is durable, like crater_store_commit(). */
 int crater_store_compact(crater_store_t *st, int64_t rev, crater_error_t *err);
+
+/* What the store holds, for metrics. Cheap (no query, no wait for the
+ * writer): safe under any lock. */
+typedef struct crater_store_stats {
+    int64_t revision;   /* last durable revision */
+    int64_t compacted;  /* compacted revision */
+    int64_t events;     /* history events held, compacted ones not yet
+                           freed included; -1 unknown */
+    uint64_t db_bytes;  /* database file on disk; 0 when not local */
+    uint64_t wal_bytes; /* its write-ahead log */
+} crater_store_stats_t;
+int crater_store_stats(crater_store_t *st,
+                       crater_store_stats_t *out,
+                       crater_error_t *err);
 
 /* Revision at or below which history is gone (0 = never compacted). */
 int64_t crater_store_compacted_revision(crater_store_t *st);
@@ -178,6 +195,18 @@ int crater_store_commit_async(crater_store_t *st,
                               void *arg,
                               crater_error_t *err);
 
+/* crater_store_compact() for a thread that must not block (craterd's
+ * scheduler under its lock): cb runs exactly once ON THE WRITER THREAD once
+ * the compaction is durable or failed (rc, the store's revision, err valid
+ * during the call), with crater_store_commit_async()'s rules. When this
+ * returns -1 (EUNAVAIL: closing, or a backend without it; ENOMEM), cb is
+ * never called. */
+int crater_store_compact_async(crater_store_t *st,
+                               int64_t rev,
+                               crater_store_done_f cb,
+                               void *arg,
+                               crater_error_t *err);
+
 /* Leases: keys put with a lease are deleted (with DELETE events, at one new
  * revision) when it is revoked or expires. Time is passed in: the store has
  * no clock. Lease ids start at 1 and are never reused. ttl_ms must be > 0. */
@@ -228,7 +257,7 @@ int crater__store_check_key(const char *key, bool prefix, crater_error_t *err);
 /* Backend operations; crater_store_* are thin wrappers. A backend's store
  * struct starts with a crater_store_t. */
 typedef struct crater__store_ops {
-    int version; /* 1 */
+    int version; /* 2: compact_async and stats */
     void (*close)(crater_store_t *st);
     int (*get)(crater_store_t *,
                const char *,
@@ -247,6 +276,12 @@ typedef struct crater__store_ops {
                    crater_store_event_list_t *,
                    crater_error_t *);
     int (*compact)(crater_store_t *, int64_t, crater_error_t *);
+    int (*compact_async)(crater_store_t *,
+                         int64_t,
+                         crater_store_done_f,
+                         void *,
+                         crater_error_t *);
+    int (*stats)(crater_store_t *, crater_store_stats_t *, crater_error_t *);
     int (*commit)(crater_store_t *,
                   crater_txn_t *,
                   int64_t *,

@@ -316,6 +316,12 @@ static const row_t rows[] = {
 {"store.etcdEndpoints", T_STRV, F(store.etcd_endpoints), "[]", 0, 0, 0, NULL,
  check_urls, "etcd client URLs (http:// or https://); required when "
  "backend is etcd."},
+{"store.historyRetention", T_DURATION, F(store.history_retention_ms), "5m", 0,
+ 3650 * DAY_MS, 0, NULL, NULL,
+ "How long the store keeps its change history (every revision of every "
+ "key): craterd compacts it to the revision it had this long ago, as etcd's "
+ "periodic auto-compaction does; a forgotten job's history goes this long "
+ "after it. 0 = never compact (the history grows without bound)."},
 
 {"hardware_knowledge_base.override", T_KB, F(kb_override), "[]", 0, 0, 0,
  NULL, NULL, "Knowledge base entries to replace or add; each names its "

@@ -161,6 +161,8 @@ typedef struct dtoken {
     bool revoking;          /* its delete is being committed */
 } dtoken_t;
 
+#define HISTORY_NOTES 16
+
 struct crater_daemon {
     pthread_mutex_t mu;
     pthread_cond_t wake;        /* scheduler thread */
@@ -230,6 +232,15 @@ struct crater_daemon {
     bool util_dirty;
     uint64_t *fresh;
     size_t nfresh, capfresh;
+
+    /* history.c: (time, store revision) noted every tenth of
+     * store.historyRetention, oldest first, for the periodic compaction */
+    struct {
+        int64_t ms, rev;
+    } hist[HISTORY_NOTES];
+    size_t hist_n;
+    int64_t hist_next_ms;
+    crater_metric_t *m_store[5]; /* store revision, size (history.c) */
 };
 
 /* ---- time ---------------------------------------------------------------- */
@@ -364,6 +375,15 @@ void declog_write(crater_daemon_t *d, json_t *entry); /* steals entry */
 size_t jobs_expire(crater_daemon_t *d, int64_t now);
 /* How often to call it: a minute, or a quarter of the retention if less. */
 int64_t jobs_expire_every(const crater_daemon_t *d);
+
+/* ---- history.c ------------------------------------------------------------
+ */
+/* Compact the store's history to what it was store.historyRetention ago
+ * (asynchronously; when due). Under d->mu, scheduler thread, every tick. */
+void history_tick(crater_daemon_t *d, int64_t now);
+/* The crater_store_* gauges: registered once, set at each scrape. */
+int history_metrics_setup(crater_daemon_t *d, crater_error_t *err);
+void history_metrics_publish(crater_daemon_t *d);
 
 /* ---- tenants / tokens (access.c) ------------------------------------------
  */

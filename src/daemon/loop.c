@@ -518,6 +518,7 @@ static void *sched_main(void *arg)
                 jobs_expire(d, now);
                 next_expire = now + jobs_expire_every(d);
             }
+            history_tick(d, now);
             next_tick = now + TICK_MS;
         }
         if (d->dirty) {

@@ -140,11 +140,13 @@ out:
 int node_save(crater_daemon_t *d, dnode_t *n)
 {
     char key[512];
-    json_t *v = json_pack("{s:O, s:b, s:s}",
+    json_t *v = json_pack("{s:O, s:b, s:b, s:s}",
                           "hardware",
                           n->hw,
                           "cordoned",
                           n->cordoned,
+                          "draining",
+                          n->draining,
                           "reason",
                           n->reason ? n->reason : "");
 

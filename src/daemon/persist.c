@@ -234,6 +234,7 @@ static int load_node(crater_daemon_t *d,
     n->notready_since_ms =
         dnow_ms() + (int64_t)d->cfg.agent.heartbeat_timeout_ms;
     n->cordoned = json_is_true(json_object_get(v, "cordoned"));
+    n->draining = json_is_true(json_object_get(v, "draining"));
     if (reason && *reason)
         n->reason = strdup(reason);
     crater_sched_set_cordoned(d->sched, n->sid, n->cordoned);
@@ -353,7 +354,7 @@ int metrics_setup(crater_daemon_t *d, crater_error_t *err)
     if (!d->m_util || !d->m_queue || !d->m_jobs || !d->m_nodes || !d->m_lat
         || !d->m_dec || !d->m_preempt || !d->m_commits)
         return -1;
-    return 0;
+    return history_metrics_setup(d, err);
 }
 
 static void publish_util(crater_daemon_t *d)
@@ -416,5 +417,6 @@ char *metrics_render(crater_daemon_t *d, size_t *len)
     pthread_mutex_lock(&d->mu);
     publish(d);
     pthread_mutex_unlock(&d->mu);
+    history_metrics_publish(d); /* no lock: the store's own atomics */
     return crater_metrics_render(d->metrics, len);
 }

@@ -51,6 +51,7 @@
 #define RCONN_WAIT_S 10
 #define BUSY_TIMEOUT_MS 5000
 #define DEFAULT_BATCH 1024
+#define PURGE_ROWS 1000 /* history rows deleted per commit (etcd: 1000) */
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
@@ -85,7 +86,7 @@ enum wstmt {
     W_LEASE_DEL,
     W_LEASE_KEYS,
     W_LEASE_DUE,
-    W_COMPACT,
+    W_PURGE,
     W_COUNT
 };
 
@@ -110,7 +111,8 @@ static const char *const wsql[W_COUNT] = {
     [W_LEASE_DEL] = "DELETE FROM leases WHERE id = ?",
     [W_LEASE_KEYS] = "SELECT key FROM kv WHERE lease = ? ORDER BY key",
     [W_LEASE_DUE] = "SELECT id FROM leases WHERE expires_ms <= ? ORDER BY id",
-    [W_COMPACT] = "DELETE FROM changes WHERE rev <= ?",
+    [W_PURGE] = "DELETE FROM changes WHERE rowid IN (SELECT rowid FROM"
+                " changes WHERE rev <= ?1 ORDER BY rev, seq LIMIT ?2)",
 };
 
 enum rstmt {
@@ -171,6 +173,13 @@ struct rconn {
     rconn_t *next;
 };
 
+/* The writer's working counters, put back as they were when a request or
+ * a batch fails. rows counts the rows of changes (compacted ones not yet
+ * purged included). */
+typedef struct counters {
+    int64_t rev, compact, lease_seq, rows;
+} counters_t;
+
 typedef struct sq {
     crater_store_t base;
     char *path;
@@ -178,8 +187,9 @@ typedef struct sq {
     sqlite3 *wdb;
     sqlite3_stmt *w[W_COUNT];
     pthread_t writer;
-    int64_t wrev, wcompact, lease_seq; /* writer's working counters */
-    _Atomic int64_t rev, compact_rev;  /* published after COMMIT */
+    counters_t c;   /* writer's working counters */
+    bool purge_due; /* writer: rows at or below c.compact may remain */
+    _Atomic int64_t rev, compact_rev, rows; /* published after COMMIT */
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
     req_t *head, *tail;
@@ -682,6 +692,31 @@ static int64_t sq_compacted_revision(crater_store_t *st)
     return atomic_load(&((sq_t *)st)->compact_rev);
 }
 
+/* Size of path + suffix on disk; 0 when it does not exist. */
+static uint64_t file_bytes(const char *path, const char *suffix)
+{
+    char name[4200];
+    struct stat sb;
+
+    snprintf(name, sizeof(name), "%s%s", path, suffix);
+    return stat(name, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+static int sq_stats(crater_store_t *st,
+                    crater_store_stats_t *out,
+                    crater_error_t *err)
+{
+    sq_t *s = (sq_t *)st;
+
+    (void)err;
+    out->revision = atomic_load(&s->rev);
+    out->compacted = atomic_load(&s->compact_rev);
+    out->events = atomic_load(&s->rows);
+    out->db_bytes = file_bytes(s->path, "");
+    out->wal_bytes = file_bytes(s->path, "-wal");
+    return 0;
+}
+
 /* ---- writer: applying one request -------------------------------------- */
 
 static int wstep(sq_t *s, enum wstmt i, crater_error_t *err)
@@ -769,7 +804,10 @@ static int add_change(sq_t *s,
     sqlite3_bind_int64(q, 6, create);
     sqlite3_bind_int64(q, 7, version);
     sqlite3_bind_int64(q, 8, del ? 0 : op->lease);
-    return step_done(s->wdb, q, err);
+    if (step_done(s->wdb, q, err) < 0)
+        return -1;
+    s->c.rows++;
+    return 0;
 }
 
 /* 1 exists, 0 not, -1 error. */
@@ -840,7 +878,7 @@ static int apply_txn(sq_t *s, req_t *r)
     size_t nc, no;
     const crater__txn_op_t *cmp = crater__txn_compares(r->txn, &nc);
     const crater__txn_op_t *ops = crater__txn_ops(r->txn, &no);
-    int64_t rev = s->wrev + 1;
+    int64_t rev = s->c.rev + 1;
     int seq = 0;
 
     for (size_t i = 0; i < nc; i++)
@@ -854,7 +892,7 @@ static int apply_txn(sq_t *s, req_t *r)
             return -1;
     }
     if (seq > 0)
-        s->wrev = rev;
+        s->c.rev = rev;
     return 0;
 }
 
@@ -916,7 +954,7 @@ static int lease_delete_keys(
 
 static int apply_revoke(sq_t *s, req_t *r)
 {
-    int64_t rev = s->wrev + 1;
+    int64_t rev = s->c.rev + 1;
     int seq = 0, rc = lease_exists(s, r->a, &r->err);
 
     if (rc <= 0)
@@ -929,13 +967,13 @@ static int apply_revoke(sq_t *s, req_t *r)
     if (lease_delete_keys(s, r->a, rev, &seq, &r->err) < 0)
         return -1;
     if (seq > 0)
-        s->wrev = rev;
+        s->c.rev = rev;
     return 0;
 }
 
 static int apply_expire(sq_t *s, req_t *r)
 {
-    int64_t rev = s->wrev + 1, *ids;
+    int64_t rev = s->c.rev + 1, *ids;
     size_t n;
     int seq = 0, rc = 0;
 
@@ -948,21 +986,21 @@ static int apply_expire(sq_t *s, req_t *r)
         crater_debug(CRATER_SUB_STORE, "store: %zu lease(s) expired", n);
     free(ids);
     if (rc == 0 && seq > 0)
-        s->wrev = rev;
+        s->c.rev = rev;
     return rc;
 }
 
 static int apply_grant(sq_t *s, req_t *r)
 {
     sqlite3_stmt *q = s->w[W_LEASE_INS];
-    int64_t id = s->lease_seq + 1;
+    int64_t id = s->c.lease_seq + 1;
 
     sqlite3_bind_int64(q, 1, id);
     sqlite3_bind_int64(q, 2, r->a);
     sqlite3_bind_int64(q, 3, r->b + r->a);
     if (step_done(s->wdb, q, &r->err) < 0)
         return -1;
-    s->lease_seq = id;
+    s->c.lease_seq = id;
     r->out = id;
     return 0;
 }
@@ -986,20 +1024,18 @@ static int apply_keepalive(sq_t *s, req_t *r)
 
 static int apply_compact(sq_t *s, req_t *r)
 {
-    if (r->a > s->wrev)
+    if (r->a > s->c.rev)
         return crater_errorf_field(&r->err,
                                    CRATER_ERANGE,
                                    "revision",
                                    "cannot compact at %lld: the store is at "
                                    "revision %lld",
                                    (long long)r->a,
-                                   (long long)s->wrev);
-    if (r->a <= s->wcompact)
+                                   (long long)s->c.rev);
+    if (r->a <= s->c.compact)
         return 0;
-    sqlite3_bind_int64(s->w[W_COMPACT], 1, r->a);
-    if (wstep(s, W_COMPACT, &r->err) < 0)
-        return -1;
-    s->wcompact = r->a;
+    s->c.compact = r->a; /* the rows go in purge steps (purge_step) */
+    s->purge_due = true;
     return 0;
 }
 
@@ -1025,22 +1061,20 @@ static int apply(sq_t *s, req_t *r)
 /* Runs r in its own savepoint; on failure only r's changes are undone. */
 static void apply_in_savepoint(sq_t *s, req_t *r)
 {
-    int64_t rev = s->wrev, crev = s->wcompact, lseq = s->lease_seq;
+    counters_t saved = s->c;
 
     crater_error_clear(&r->err);
     r->rc = wstep(s, W_SAVE, &r->err);
     if (r->rc == 0 && (r->rc = apply(s, r)) == 0)
         r->rc = wstep(s, W_RELEASE, &r->err);
     if (r->rc < 0) {
-        s->wrev = rev;
-        s->wcompact = crev;
-        s->lease_seq = lseq;
+        s->c = saved;
         if (!sqlite3_get_autocommit(s->wdb)) {
             wstep(s, W_ROLLBACK_TO, NULL);
             wstep(s, W_RELEASE, NULL);
         }
     }
-    r->rev = s->wrev;
+    r->rev = s->c.rev;
 }
 
 /* ---- writer: the group commit ------------------------------------------ */
@@ -1054,9 +1088,9 @@ static int set_meta(sq_t *s, const char *k, int64_t v, crater_error_t *err)
 
 static int write_counters(sq_t *s, crater_error_t *err)
 {
-    if (set_meta(s, "revision", s->wrev, err) < 0
-        || set_meta(s, "compact_rev", s->wcompact, err) < 0
-        || set_meta(s, "lease_seq", s->lease_seq, err) < 0)
+    if (set_meta(s, "revision", s->c.rev, err) < 0
+        || set_meta(s, "compact_rev", s->c.compact, err) < 0
+        || set_meta(s, "lease_seq", s->c.lease_seq, err) < 0)
         return -1;
     return 0;
 }
@@ -1072,9 +1106,41 @@ static void fail_batch(req_t *batch, const crater_error_t *berr)
     }
 }
 
+/* One bounded step of the purge of compacted history: at most PURGE_ROWS
+ * rows at or below the compacted revision, in the batch's transaction and
+ * its own savepoint. Compaction itself only moves the compacted revision
+ * (readers stop seeing the rows at once); deleting 300,000 rows in one
+ * statement would hold every commit behind it for seconds, a step per
+ * batch holds one for a few milliseconds. A failure is logged and the rest
+ * waits for the next compaction (no retry loop on a broken disk). */
+static void purge_step(sq_t *s)
+{
+    crater_error_t err;
+    int64_t n;
+
+    if (!s->purge_due || sqlite3_get_autocommit(s->wdb))
+        return;
+    sqlite3_bind_int64(s->w[W_PURGE], 1, s->c.compact);
+    sqlite3_bind_int64(s->w[W_PURGE], 2, PURGE_ROWS);
+    if (wstep(s, W_SAVE, &err) == 0 && wstep(s, W_PURGE, &err) == 0) {
+        n = sqlite3_changes(s->wdb);
+        s->c.rows -= n;
+        s->purge_due = n == PURGE_ROWS;
+        wstep(s, W_RELEASE, NULL);
+        return;
+    }
+    crater_log(LOG_ERR, "store: purging compacted history: %s", err.text);
+    s->purge_due = false;
+    if (!sqlite3_get_autocommit(s->wdb)) {
+        wstep(s, W_ROLLBACK_TO, NULL);
+        wstep(s, W_RELEASE, NULL);
+    }
+}
+
+/* Runs batch (NULL: only a purge step) in one transaction. */
 static void run_batch(sq_t *s, req_t *batch)
 {
-    int64_t rev = s->wrev, crev = s->wcompact, lseq = s->lease_seq;
+    counters_t saved = s->c;
     crater_error_t berr;
     int rc = wstep(s, W_BEGIN, &berr);
 
@@ -1083,6 +1149,8 @@ static void run_batch(sq_t *s, req_t *batch)
         if (rc == 0 && !sqlite3_get_autocommit(s->wdb))
             apply_in_savepoint(s, r);
     }
+    if (rc == 0)
+        purge_step(s);
     if (rc == 0 && sqlite3_get_autocommit(s->wdb))
         rc = crater_errorf(&berr,
                            CRATER_EIO,
@@ -1096,21 +1164,24 @@ static void run_batch(sq_t *s, req_t *batch)
             wstep(s, W_ROLLBACK, NULL);
         crater_log(LOG_ERR, "%s", berr.text);
         fail_batch(batch, &berr);
-        s->wrev = rev;
-        s->wcompact = crev;
-        s->lease_seq = lseq;
+        s->c = saved;
+        s->purge_due = false;
     }
-    atomic_store(&s->rev, s->wrev);
-    atomic_store(&s->compact_rev, s->wcompact);
+    atomic_store(&s->rev, s->c.rev);
+    atomic_store(&s->compact_rev, s->c.compact);
+    atomic_store(&s->rows, s->c.rows);
 }
 
-static req_t *take_batch(sq_t *s)
+/* The next requests, up to max_batch. NULL when none is queued: then
+ * *stop tells the writer to end (closing) rather than run a purge step
+ * (compacted history is left: the writer purges while idle). */
+static req_t *take_batch(sq_t *s, bool *stop)
 {
     req_t *batch, *last;
     uint32_t n = 1;
 
     pthread_mutex_lock(&s->qmu);
-    while (!s->head && !s->closing)
+    while (!s->head && !s->closing && !s->purge_due)
         pthread_cond_wait(&s->qcv, &s->qmu);
     batch = last = s->head;
     if (batch) {
@@ -1123,6 +1194,7 @@ static req_t *take_batch(sq_t *s)
             s->tail = NULL;
         last->next = NULL;
     }
+    *stop = !batch && s->closing;
     pthread_mutex_unlock(&s->qmu);
     return batch;
 }
@@ -1131,8 +1203,9 @@ static void *writer_main(void *arg)
 {
     sq_t *s = arg;
     req_t *batch;
+    bool stop = false;
 
-    while ((batch = take_batch(s))) {
+    while ((batch = take_batch(s, &stop)) || !stop) {
         run_batch(s, batch);
         while (batch) {
             req_t *next = batch->next;
@@ -1255,6 +1328,28 @@ static int sq_compact(crater_store_t *st, int64_t rev, crater_error_t *err)
     return run_sync((sq_t *)st, &r, err);
 }
 
+static int sq_compact_async(crater_store_t *st,
+                            int64_t rev,
+                            crater_store_done_f cb,
+                            void *arg,
+                            crater_error_t *err)
+{
+    req_t *r = calloc(1, sizeof(*r));
+
+    if (!r)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    r->kind = REQ_COMPACT;
+    r->a = rev;
+    r->cb = cb;
+    r->arg = arg;
+    r->done = async_done;
+    if (submit((sq_t *)st, r, err) < 0) {
+        free(r);
+        return -1;
+    }
+    return 0;
+}
+
 static int sq_lease_grant(crater_store_t *st,
                           int64_t ttl_ms,
                           int64_t now_ms,
@@ -1319,6 +1414,32 @@ static int load_counter(sq_t *s, const char *k, int64_t *v, crater_error_t *err)
     return rc == 1 ? 0 : -1;
 }
 
+/* One scan at open (about 10 ms per 300,000 rows); the writer keeps the
+ * count from then on. */
+static int count_rows(sq_t *s, int64_t *n, crater_error_t *err)
+{
+    sqlite3_stmt *q;
+    int rc = sqlite3_prepare_v2(s->wdb,
+                                "SELECT count(*) FROM changes",
+                                -1,
+                                &q,
+                                NULL);
+
+    if (rc != SQLITE_OK)
+        return sql_fail(s->wdb, rc, err, "open");
+    rc = step_row(s->wdb, q, err);
+    if (rc == 1)
+        *n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return rc == 1 ? 0 : -1;
+}
+
+/* SQLite checkpoints the WAL into the database every 1000 pages (4 MiB)
+ * and then writes the WAL again from its start, but never shrinks the
+ * file: after a burst (a long reader holding a checkpoint back) it would
+ * stay at its largest. journal_size_limit cuts it back when it restarts. */
+static const char wal_limit_sql[] = "PRAGMA journal_size_limit=67108864";
+
 static int setup_writer(sq_t *s, bool no_sync, crater_error_t *err)
 {
     int64_t schema = 0;
@@ -1341,13 +1462,16 @@ static int setup_writer(sq_t *s, bool no_sync, crater_error_t *err)
                           NULL,
                           NULL);
     if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->wdb, wal_limit_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->wdb, schema_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return sql_fail(s->wdb, rc, err, s->path);
     if (load_counter(s, "schema", &schema, err) < 0
-        || load_counter(s, "revision", &s->wrev, err) < 0
-        || load_counter(s, "compact_rev", &s->wcompact, err) < 0
-        || load_counter(s, "lease_seq", &s->lease_seq, err) < 0)
+        || load_counter(s, "revision", &s->c.rev, err) < 0
+        || load_counter(s, "compact_rev", &s->c.compact, err) < 0
+        || load_counter(s, "lease_seq", &s->c.lease_seq, err) < 0
+        || count_rows(s, &s->c.rows, err) < 0)
         return -1;
     if (schema != 1)
         return crater_errorf(err,
@@ -1355,8 +1479,10 @@ static int setup_writer(sq_t *s, bool no_sync, crater_error_t *err)
                              "%s: unsupported store schema %lld",
                              s->path,
                              (long long)schema);
-    atomic_store(&s->rev, s->wrev);
-    atomic_store(&s->compact_rev, s->wcompact);
+    atomic_store(&s->rev, s->c.rev);
+    atomic_store(&s->compact_rev, s->c.compact);
+    atomic_store(&s->rows, s->c.rows);
+    s->purge_due = true; /* rows a compaction left before a restart */
     return prepare_all(s->wdb, wsql, W_COUNT, s->w, err);
 }
 
@@ -1419,7 +1545,7 @@ static void sq_close(crater_store_t *st)
 }
 
 static const crater__store_ops_t sqlite_ops = {
-    .version = 1,
+    .version = 2,
     .close = sq_close,
     .get = sq_get,
     .list = sq_list,
@@ -1427,6 +1553,8 @@ static const crater__store_ops_t sqlite_ops = {
     .compacted_revision = sq_compacted_revision,
     .changes = sq_changes,
     .compact = sq_compact,
+    .compact_async = sq_compact_async,
+    .stats = sq_stats,
     .commit = sq_commit,
     .commit_async = sq_commit_async,
     .lease_grant = sq_lease_grant,

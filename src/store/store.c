@@ -303,6 +303,33 @@ int crater_store_compact(crater_store_t *st, int64_t rev, crater_error_t *err)
     return st->ops->compact(st, rev, err);
 }
 
+int crater_store_compact_async(crater_store_t *st,
+                               int64_t rev,
+                               crater_store_done_f cb,
+                               void *arg,
+                               crater_error_t *err)
+{
+    if (st->ops->version < 2)
+        return crater_errorf(err,
+                             CRATER_EUNAVAIL,
+                             "this store cannot compact asynchronously");
+    return st->ops->compact_async(st, rev, cb, arg, err);
+}
+
+int crater_store_stats(crater_store_t *st,
+                       crater_store_stats_t *out,
+                       crater_error_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (st->ops->version < 2) {
+        out->revision = st->ops->revision(st);
+        out->compacted = st->ops->compacted_revision(st);
+        out->events = -1;
+        return 0;
+    }
+    return st->ops->stats(st, out, err);
+}
+
 int crater_store_commit(crater_store_t *st,
                         crater_txn_t *t,
                         int64_t *rev,
