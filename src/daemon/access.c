@@ -79,6 +79,22 @@ int tenant_persist(crater_daemon_t *d, const dtenant_t *t)
         json_decref(v);
         v = NULL;
     }
+    if (v && t->d_cpu
+        && json_object_set_new(v,
+                               "default_cpu_millis",
+                               json_integer((json_int_t)t->d_cpu))
+               < 0) {
+        json_decref(v);
+        v = NULL;
+    }
+    if (v && t->d_mem
+        && json_object_set_new(v,
+                               "default_memory",
+                               json_integer((json_int_t)t->d_mem))
+               < 0) {
+        json_decref(v);
+        v = NULL;
+    }
     if (v && t->uid
         && json_object_set_new(v, "uid", json_integer(t->uid)) < 0) {
         json_decref(v);

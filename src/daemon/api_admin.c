@@ -281,7 +281,9 @@ static void h_token_revoke(crater_http_req_t *r,
 /* ---- tenants ---------------------------------------------------------------
  */
 
+/* section.name of a tenant body ("quota.cpu", "defaults.memory"). */
 static int quota_field(json_t *q,
+                       const char *section,
                        const char *name,
                        crater_dim_t dim,
                        uint64_t *out,
@@ -291,7 +293,7 @@ static int quota_field(json_t *q,
     crater_error_t err;
     char field[64];
 
-    snprintf(field, sizeof(field), "quota.%s", name);
+    snprintf(field, sizeof(field), "%s.%s", section, name);
     *out = 0;
     if (!v)
         return 0;
@@ -316,12 +318,56 @@ static int quota_field(json_t *q,
     return -1;
 }
 
+/* "defaults": {"cpu": "500m", "memory": "2Gi"}: what a job of the tenant
+ * asking none gets (LimitRange); 0 or absent: the server's. */
+static int parse_defaults(json_t *dv,
+                          uint64_t dflt[2],
+                          crater_http_resp_t *resp)
+{
+    const char *k;
+    json_t *v;
+
+    dflt[0] = dflt[1] = 0;
+    if (!dv)
+        return 0;
+    if (!json_is_object(dv)) {
+        api_errorf(resp,
+                   CRATER_ETYPE,
+                   "defaults",
+                   "defaults: expected {cpu, memory}");
+        return -1;
+    }
+    json_object_foreach(dv, k, v)
+    {
+        if (strcmp(k, "cpu") && strcmp(k, "memory")) {
+            api_errorf(resp,
+                       CRATER_EFIELD,
+                       "defaults",
+                       "defaults.%s: unknown field (cpu, memory)",
+                       k);
+            return -1;
+        }
+    }
+    return quota_field(dv, "defaults", "cpu", CRATER_DIM_CPU, &dflt[0], resp)
+                       < 0
+                   || quota_field(dv,
+                                  "defaults",
+                                  "memory",
+                                  CRATER_DIM_BYTES,
+                                  &dflt[1],
+                                  resp)
+                          < 0
+               ? -1
+               : 0;
+}
+
 static int parse_quota(json_t *body,
                        uint64_t q[4],
                        double *weight,
+                       uint64_t dflt[2],
                        crater_http_resp_t *resp)
 {
-    static const char *const known[] = {"quota", "weight"};
+    static const char *const known[] = {"quota", "weight", "defaults"};
     json_t *quota = json_object_get(body, "quota"), *w;
     json_t *g = json_object_get(quota, "gpus");
     const char *k;
@@ -329,11 +375,11 @@ static int parse_quota(json_t *body,
 
     json_object_foreach(body, k, v)
     {
-        if (strcmp(k, known[0]) && strcmp(k, known[1])) {
+        if (strcmp(k, known[0]) && strcmp(k, known[1]) && strcmp(k, known[2])) {
             api_errorf(resp,
                        CRATER_EFIELD,
                        k,
-                       "%s: unknown field (quota, weight)",
+                       "%s: unknown field (quota, weight, defaults)",
                        k);
             return -1;
         }
@@ -346,9 +392,12 @@ static int parse_quota(json_t *body,
         return -1;
     }
     q[0] = g ? (uint64_t)json_integer_value(g) : 0;
-    if (quota_field(quota, "gpuMemory", CRATER_DIM_BYTES, &q[1], resp) < 0
-        || quota_field(quota, "cpu", CRATER_DIM_CPU, &q[2], resp) < 0
-        || quota_field(quota, "memory", CRATER_DIM_BYTES, &q[3], resp) < 0)
+    if (quota_field(quota, "quota", "gpuMemory", CRATER_DIM_BYTES, &q[1], resp)
+            < 0
+        || quota_field(quota, "quota", "cpu", CRATER_DIM_CPU, &q[2], resp) < 0
+        || quota_field(quota, "quota", "memory", CRATER_DIM_BYTES, &q[3], resp)
+               < 0
+        || parse_defaults(json_object_get(body, "defaults"), dflt, resp) < 0)
         return -1;
     w = json_object_get(body, "weight");
     *weight = w ? json_number_value(w) : 1.0;
@@ -364,7 +413,7 @@ static int parse_quota(json_t *body,
 
 static json_t *tenant_json(const dtenant_t *t)
 {
-    return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:f, s:I}",
+    return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:f, s:I, s:{s:I, s:I}}",
                      "name",
                      t->name,
                      "quota",
@@ -379,7 +428,12 @@ static json_t *tenant_json(const dtenant_t *t)
                      "weight",
                      t->weight,
                      "task_uid",
-                     (json_int_t)t->uid);
+                     (json_int_t)t->uid,
+                     "defaults",
+                     "cpu_millis",
+                     (json_int_t)t->d_cpu,
+                     "memory_bytes",
+                     (json_int_t)t->d_mem);
 }
 
 static void h_tenant_put(crater_http_req_t *r,
@@ -390,7 +444,7 @@ static void h_tenant_put(crater_http_req_t *r,
     const char *name = crater_http_param(r, "name");
     crater_error_t err = {0};
     json_t *body = NULL;
-    uint64_t q[4];
+    uint64_t q[4], dflt[2];
     double w;
     principal_t p;
     dtenant_t *t;
@@ -398,7 +452,7 @@ static void h_tenant_put(crater_http_req_t *r,
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || api_require_admin(&p, resp) < 0
         || api_body_json(r, &body, resp) < 0
-        || parse_quota(body, q, &w, resp) < 0)
+        || parse_quota(body, q, &w, dflt, resp) < 0)
         goto out;
     if (!(t = tenant_get(d, name))
         || crater_queue_set_tenant_weight(d->queue, name, w, &err) < 0) {
@@ -411,6 +465,8 @@ static void h_tenant_put(crater_http_req_t *r,
     t->q_cpu = q[2];
     t->q_mem = q[3];
     t->weight = w;
+    t->d_cpu = dflt[0];
+    t->d_mem = dflt[1];
     tenant_persist(d, t);
     crater_http_json(resp, 200, tenant_json(t));
     api_answer_when_stored(d, r, resp);

@@ -145,13 +145,13 @@ static int load_tenant(crater_daemon_t *d,
                        crater_error_t *err)
 {
     dtenant_t *t = tenant_get(d, key + strlen(KEY_TENANTS));
-    json_int_t g = 0, gm = 0, c = 0, m = 0, uid = 0;
+    json_int_t g = 0, gm = 0, c = 0, m = 0, uid = 0, dc = 0, dm = 0;
     double w = 1.0;
 
     if (!t)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     if (json_unpack(v,
-                    "{s?I, s?I, s?I, s?I, s?F, s?I}",
+                    "{s?I, s?I, s?I, s?I, s?F, s?I, s?I, s?I}",
                     "gpus",
                     &g,
                     "gpu_memory",
@@ -163,9 +163,13 @@ static int load_tenant(crater_daemon_t *d,
                     "weight",
                     &w,
                     "uid",
-                    &uid)
+                    &uid,
+                    "default_cpu_millis",
+                    &dc,
+                    "default_memory",
+                    &dm)
             < 0
-        || uid < 0 || uid >= UINT32_MAX)
+        || uid < 0 || uid >= UINT32_MAX || dc < 0 || dm < 0)
         return crater_errorf(err, CRATER_EPARSE, "store: %s: malformed", key);
     /* records without "gpus" only keep a task uid (access.c) */
     t->has_quota = json_object_get(v, "gpus") != NULL;
@@ -175,6 +179,8 @@ static int load_tenant(crater_daemon_t *d,
     t->q_mem = (uint64_t)m;
     t->weight = w;
     t->uid = (uint32_t)uid;
+    t->d_cpu = (uint64_t)dc;
+    t->d_mem = (uint64_t)dm;
     return crater_queue_set_tenant_weight(d->queue, t->name, w, err);
 }
 

@@ -138,6 +138,14 @@ api POST "/api/v1/profiles?tenant=Team_A" "$admin" "$tmp/prof"; expect "bad tena
 printf 'name: no-ask\ncommand: [sleep, "1"]\npriority: -100\n' >"$tmp/j"
 api POST /api/v1/jobs "$ua" "$tmp/j"; expect "a job asking nothing gets the defaults" 201 '.spec.resources.cpu == "1000m" and .spec.resources.memory == 1073741824'
 api POST "/api/v1/jobs/$(field .id)/cancel" "$ua"
+echo '{"defaults": {"cpu": "500m", "memory": "256Mi"}}' >"$tmp/q"
+api PUT /api/v1/tenants/team-b "$admin" "$tmp/q"; expect "a tenant's defaults" 200 '.defaults.cpu_millis == 500 and .defaults.memory_bytes == 268435456'
+api POST /api/v1/jobs "$ub" "$tmp/j"; expect "the tenant's defaults win" 201 '.spec.resources.cpu == "500m" and .spec.resources.memory == 268435456'
+api POST "/api/v1/jobs/$(field .id)/cancel" "$ub"
+echo '{"defaults": {"cpu": "lots"}}' >"$tmp/q"
+api PUT /api/v1/tenants/team-b "$admin" "$tmp/q"; expect "bad default" 400 '.field == "defaults.cpu"'
+echo '{"defaults": {"gpu": 1}}' >"$tmp/q"
+api PUT /api/v1/tenants/team-b "$admin" "$tmp/q"; expect "unknown default" 400 '.field == "defaults"'
 
 # ---- paging -------------------------------------------------------------------
 for i in 1 2 3 4 5; do
@@ -288,6 +296,7 @@ api GET "/api/v1/jobs/$high" "$admin"; expect "running survives restart" 200 ".s
 api GET "/api/v1/jobs/$ja" "$ua"; expect "tokens survive restart" 200 '.state == "succeeded"'
 api GET /api/v1/profiles/b-env "$ub"; expect "a tenant profile survives restart" 200 '.tenant == "team-b"'
 api GET /api/v1/profiles/b-env "$ua"; expect "and stays its own" 404
+api GET /api/v1/tenants "$admin"; expect "tenant defaults survive restart" 200 '[.items[] | select(.name == "team-b") | .defaults.cpu_millis] == [500]'
 api GET /api/v1/tokens "$admin"; expect "last use survives restart" 200 '[.items[] | select(.name == "alice") | .last_used_ms > 0] == [true]'
 api GET "/api/v1/nodes/$node" "$admin"; expect "node waits for agent" 200 '.state == "NotReady"'
 # the agent holds (adopted) the running task: it stays running, and the
