@@ -457,8 +457,14 @@ static char *token_text(const struct builder *b, struct fy_token *tok)
 static bool holds_nul(struct fy_token *tok)
 {
     size_t len = 0;
-    const char *t = tok ? fy_token_get_text(tok, &len) : NULL;
+    const char *t;
 
+    /* only a double-quoted escape makes one (the input itself holds no
+     * control bytes: check_text refuses them); asking libfyaml for other
+     * scalars' text would hit its single-quote leak (token_text) */
+    if (!tok || fy_token_scalar_style(tok) != FYSS_DOUBLE_QUOTED)
+        return false;
+    t = fy_token_get_text(tok, &len);
     return t && memchr(t, '\0', len) != NULL;
 }
 

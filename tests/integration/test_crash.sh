@@ -37,6 +37,8 @@ trap cleanup EXIT
 trap 'echo "FAIL: line $LINENO: a command exited $?"' ERR
 
 fail() { echo "FAIL: $*"; nfail=$((nfail + 1)); }
+# the agent protocol craterd speaks (one place: src/daemon/buildinfo.h)
+proto=$(sed -n 's/^#define CRATER_AGENT_PROTOCOL \([0-9]*\).*/\1/p' "$src/src/daemon/buildinfo.h")
 die() { echo "FAIL: $*"; exit 1; }
 
 # start_daemon DIR NAME: craterd on DIR, stdout/stderr in $tmp/NAME.{out,err};
@@ -248,7 +250,7 @@ tok=$(cat "$tmp/admin/admin.token")
 for n in $(seq 0 7); do
     atok=$(curl -s -H "Authorization: Bearer $tok" -d "{\"role\": \"agent\", \"node\": \"n$n\"}" \
         "$url/api/v1/tokens" | jq -r .token)
-    jq --arg n "n$n" '{version: "0.1.0", protocol: 2, tasks: [], node: (.nodes = [.nodes[0] | .name = $n])}' \
+    jq --arg n "n$n" --argjson p "$proto" '{version: "0.1.0", protocol: $p, tasks: [], node: (.nodes = [.nodes[0] | .name = $n])}' \
         "$tmp/hw.json" >"$tmp/reg.json"
     [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $atok" \
         --data-binary @"$tmp/reg.json" "$url/api/v1/agents/n$n/register")" = 200 ] || fail "n$n did not register"

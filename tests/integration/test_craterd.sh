@@ -163,8 +163,9 @@ api GET "/api/v1/jobs?limit=2&tenant=default&after=$n2" "$admin"; expect "page 3
     | jq '{version: "0.1.0", node: .}' >"$tmp/r1"
 api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r1"
 expect "register without a protocol version" 400 '.field == "protocol" and (.error | test("protocol 1"))'
-jq '. + {protocol: 3, tasks: []}' "$tmp/r1" >"$tmp/r"
-api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\" and .protocol == 3"
+proto=$(sed -n 's/^#define CRATER_AGENT_PROTOCOL \([0-9]*\).*/\1/p' "$src/src/daemon/buildinfo.h")
+jq --argjson p "$proto" '. + {protocol: $p, tasks: []}' "$tmp/r1" >"$tmp/r"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\" and .protocol == $proto"
 seq=$(field .seq)
 api POST "/api/v1/agents/$node/heartbeat" "$agent" <(echo '{"tasks": []}'); expect heartbeat 200
 api GET "/api/v1/nodes/$node" "$admin"; expect "node ready" 200 '.state == "Ready"'
@@ -323,7 +324,7 @@ api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"
 api GET "/api/v1/nodes/$node" "$admin"; expect "the flag clears when the agent agrees again" 200 '.hardware_change == null'
 
 # ---- attacks on the agent protocol: another node's agent forges a log --------------
-jq '.node.nodes[0].name = "other-node" | . + {protocol: 3, tasks: []}' "$tmp/r1" >"$tmp/ro"
+jq --argjson p "$proto" '.node.nodes[0].name = "other-node" | . + {protocol: $p, tasks: []}' "$tmp/r1" >"$tmp/ro"
 api POST "/api/v1/agents/other-node/register" "$other" "$tmp/ro"; expect "other node registers" 200
 printf 'forged\n' >"$tmp/forged"
 api POST "/api/v1/agents/other-node/logs/$ja?attempt=1&stream=stdout&offset=0" "$other" "$tmp/forged"
