@@ -45,7 +45,10 @@ die() { echo "FAIL: $*"; exit 1; }
 # sets pid and url once /readyz answers 200.
 start_daemon() {
     local dir=$1 name=$2 port='' code=''
-    "$craterd" --data "$dir" --listen 127.0.0.1:0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    # emptied here, not by the child's redirection: the child may truncate
+    # it only after this shell read an earlier start's port (a dead one)
+    : >"$tmp/$name.out"
+    "$craterd" --data "$dir" --listen 127.0.0.1:0 >>"$tmp/$name.out" 2>"$tmp/$name.err" &
     pid=$!
     for _ in $(seq 400); do # up to 20 s for the listening line
         port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$tmp/$name.out")
