@@ -177,7 +177,7 @@ static const row_t rows[] = {
  "Measured PCIe bandwidth use of a root complex above which its GPUs "
  "take no new tasks."},
 {"scheduler.preemptionMinRuntime", T_DURATION,
- F(scheduler.preemption_min_runtime_ms), "5m", 0, 7 * DAY_MS, 0, NULL, NULL,
+ F(scheduler.preemption_min_runtime_ms), "2m", 0, 7 * DAY_MS, 0, NULL, NULL,
  "A task that has run less than this is not preempted, so that short "
  "high-priority jobs cannot preempt the same job over and over (0: off)."},
 {"scheduler.resourceGracePeriod", T_DURATION,

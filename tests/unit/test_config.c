@@ -78,7 +78,7 @@ START_TEST(defaults_every_key)
     ck_assert_str_eq(c.scheduler.policy, "crater");
     ck_assert(c.scheduler.backfill);
     ck_assert_uint_eq(c.scheduler.resource_grace_period_ms, 30000);
-    ck_assert_uint_eq(c.scheduler.preemption_min_runtime_ms, 300000);
+    ck_assert_uint_eq(c.scheduler.preemption_min_runtime_ms, 120000);
     ck_assert_uint_eq(c.agent.heartbeat_interval_ms, 5000);
     ck_assert_uint_eq(c.agent.heartbeat_timeout_ms, 30000);
     ck_assert_int_eq(c.agent.migration_policy, CRATER_MIGRATION_CONSERVATIVE);
