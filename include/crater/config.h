@@ -45,6 +45,7 @@ typedef struct crater_config {
         char *policy;                      /* scheduler.policy */
         bool backfill;                     /* scheduler.backfill */
         uint64_t resource_grace_period_ms; /* scheduler.resourceGracePeriod */
+        uint64_t preemption_min_runtime_ms; /* preemptionMinRuntime */
         struct {
             double joint, packing, topology, locality, low_utilization;
         } plugin_weights;            /* scheduler.pluginWeights */

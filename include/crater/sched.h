@@ -148,6 +148,19 @@ int crater_sched_set_util(crater_sched_t *s,
                           uint32_t node,
                           const crater_node_util_t *u);
 
+/* The safety watermark acting: for each GPU of node that is overcommitted
+ * (its charges exceed its physical memory) and whose measured memory use
+ * (crater_sched_set_util) is above safetyWatermark x physical, the newest
+ * task holding a slice of it (latest start, then highest id): the one to
+ * stop or requeue before the GPU runs out of memory. Each task once, into
+ * out[0..max); returns how many. Changes nothing; the caller acts and
+ * asks again with the next measurement (a task it is already stopping
+ * stays the newest until it is released). */
+uint32_t crater_sched_watermark_victims(const crater_sched_t *s,
+                                        uint32_t node,
+                                        uint64_t *out,
+                                        uint32_t max);
+
 /* Compile one replica of spec into req (req->spec = spec, borrowed).
  * Errors: an unknown GPU model etc., naming the field. */
 int crater_request_from_spec(const crater_sched_t *s,
@@ -206,7 +219,11 @@ typedef struct crater_preempt_plan {
 /* Find the cheapest set of running preemptible tasks with a priority
  * below req->priority, all on one node, whose release makes req fit
  * there; ties go to the lowest node id. Never picks a non-preemptible
- * task. Does not execute the plan: the cluster state is unchanged on
+ * task, nor one committed less than scheduler.preemptionMinRuntime ago
+ * (env clock): a victim that is back is protected that long. When there
+ * is no plan, err says why, counting the running tasks that may not be
+ * victims by cause (non-preemptible, priority at or above req's, too
+ * young). Does not execute the plan: the cluster state is unchanged on
  * return (the planner releases and re-commits candidates internally,
  * which are exact inverses). When req fits already the plan has no
  * victims and the placement crater_sched_place() would return. -1 with
@@ -244,6 +261,20 @@ int crater_sched_place_gang(crater_sched_t *s,
  * (err.text cuts it with "..." past 159 characters). Changes nothing.
  * Caller must json_decref() the result; NULL on ENOMEM. */
 json_t *crater_sched_explain(crater_sched_t *s, const crater_request_t *req);
+
+/* Why placed task sits where it does: {"policy", "nodes", "fit",
+ * "chosen": E, "runner_up": E or null, "margin"}, where E is {"node",
+ * "fits", "score", "policy_score", "order_bias", "overcommit", "plugins":
+ * [{"name", "weight", "score"}...]} (or {"node", "fits": false, "reason"}
+ * when the chosen node would no longer take it), evaluated on the cluster
+ * as it is now with the task's own charges taken off (req is the task's
+ * request). "fit" counts the nodes that would take it; "margin" is the
+ * chosen node's score less the runner-up's. The state is unchanged on
+ * return. NULL when task is not committed, or on ENOMEM. Caller must
+ * json_decref() the result. */
+json_t *crater_sched_explain_placed(crater_sched_t *s,
+                                    uint64_t task,
+                                    const crater_request_t *req);
 
 /* ---- policies ------------------------------------------------------------
  *

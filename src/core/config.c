@@ -176,6 +176,10 @@ static const row_t rows[] = {
  0, 1, MIN_EXCL, NULL, NULL,
  "Measured PCIe bandwidth use of a root complex above which its GPUs "
  "take no new tasks."},
+{"scheduler.preemptionMinRuntime", T_DURATION,
+ F(scheduler.preemption_min_runtime_ms), "2m", 0, 7 * DAY_MS, 0, NULL, NULL,
+ "A task that has run less than this is not preempted, so that short "
+ "high-priority jobs cannot preempt the same job over and over (0: off)."},
 {"scheduler.resourceGracePeriod", T_DURATION,
  F(scheduler.resource_grace_period_ms), "30s", 0, 3600e3, 0, NULL, NULL,
  "How long a finished task's resources stay reserved so that a quick "

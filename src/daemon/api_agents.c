@@ -526,6 +526,7 @@ static void apply_util(crater_daemon_t *d,
             (uint32_t)(h->gpus[i].memory_used_bytes >> 20);
     }
     crater_sched_set_util(d->sched, n->sid, &n->util);
+    node_watermark(d, n);
     d->util_dirty = true;
 }
 

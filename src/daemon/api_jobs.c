@@ -803,8 +803,11 @@ static json_t *explain_json(crater_daemon_t *d, djob_t *j)
                   "fits",
                   j->placed);
     if (j->placed) {
+        json_t *why = crater_sched_explain_placed(d->sched, j->id, &j->req);
         json_object_set_new(o, "placement", placement_json(d, &j->pl));
         json_object_set_new(o, "score", json_real(j->pl.score));
+        if (why) /* the chosen node against the runner-up, as of now */
+            json_object_set_new(o, "scores", why);
         return o;
     }
     if (j->state == JS_PENDING) {

@@ -230,6 +230,7 @@ struct crater_daemon {
      * considered once, on their own (fresh). */
     uint64_t epoch, full_pass_epoch;
     bool util_dirty;
+    int64_t recheck_ms; /* a full pass then (loop.c), 0 none */
     uint64_t *fresh;
     size_t nfresh, capfresh;
 
@@ -353,6 +354,11 @@ int task_order(crater_daemon_t *d,
                struct crater_proto_task *out);
 void node_send_start(crater_daemon_t *d, djob_t *j);
 void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason);
+/* The safety watermark acting, after a heartbeat's measurements reached
+ * the core: each task crater_sched_watermark_victims() names on n that is
+ * bound or running is stopped and requeued (state preempting, a reason,
+ * a "watermark" decision); one already stopping is left to finish. */
+void node_watermark(crater_daemon_t *d, dnode_t *n);
 /* A stop order for job's attempt on n (reason may be NULL). */
 void node_order_stop(crater_daemon_t *d,
                      dnode_t *n,

@@ -200,39 +200,81 @@ static void bind_job(crater_daemon_t *d,
 /* ---- preemption -----------------------------------------------------------
  */
 
-static bool try_preempt(crater_daemon_t *d, djob_t *j)
+/* No plan may be for want of victims old enough (preemptionMinRuntime),
+ * and nothing announces their coming of age: a full pass once they all
+ * have (the loop's tick; heartbeats usually bring one sooner). */
+static void recheck_protected(crater_daemon_t *d)
 {
-    crater_preempt_plan_t plan;
-    crater_error_t err;
-    char reason[160];
-    json_t *victims;
+    uint64_t min = d->cfg.scheduler.preemption_min_runtime_ms;
 
-    if (crater_sched_plan_preemption(d->sched, &j->req, &plan, &err) < 0
-        || plan.nvictims == 0)
-        return false;
-    victims = json_array();
+    if (min && !d->recheck_ms)
+        d->recheck_ms = dnow_ms() + (int64_t)min;
+}
+
+/* Order the plan's victims that are not already stopping to stop; returns
+ * how many were, with their ids appended to victims. A victim already
+ * stopping (for this job or another) is not ordered again. */
+static uint32_t stop_victims(crater_daemon_t *d,
+                             djob_t *j,
+                             const crater_preempt_plan_t *plan,
+                             json_t *victims)
+{
+    char reason[160];
+    uint32_t n = 0;
+
     snprintf(reason,
              sizeof(reason),
              "preempted by job %" PRIu64 " (priority %d)",
              j->id,
              j->priority);
-    for (uint32_t i = 0; i < plan.nvictims; i++) {
-        djob_t *v = job_find(d, plan.victims[i]);
-        if (!v)
+    for (uint32_t i = 0; i < plan->nvictims; i++) {
+        djob_t *v = job_find(d, plan->victims[i]);
+        if (!v || v->state == JS_PREEMPTING)
             continue;
         json_array_append_new(victims, json_integer((json_int_t)v->id));
-        if (v->state == JS_PREEMPTING)
-            continue;
         v->preempted_by = j->id;
         job_set_state(d, v, JS_PREEMPTING, reason);
         node_send_stop(d, v, reason);
         j->waiting_for++;
+        n++;
         crater_metric_add(d->m_preempt, NULL, 1);
+    }
+    return n;
+}
+
+/* A plan whose victims are all stopping already: nothing new is decided,
+ * so nothing is logged but the pending reason (once, as any reason). */
+static void victims_stopping(crater_daemon_t *d,
+                             djob_t *j,
+                             const crater_preempt_plan_t *plan);
+
+/* Preempt for j when a plan exists. One decision, one "preempting" line:
+ * only a plan that stops at least one task is a decision (issue 13: a job
+ * re-planned every pass over victims already stopping logged "preempting"
+ * seven times). false with *perr saying why when there is no plan. */
+static bool try_preempt(crater_daemon_t *d, djob_t *j, crater_error_t *perr)
+{
+    crater_preempt_plan_t plan;
+    char reason[160];
+    json_t *victims;
+    uint32_t n;
+
+    if (crater_sched_plan_preemption(d->sched, &j->req, &plan, perr) < 0) {
+        recheck_protected(d);
+        return false;
+    }
+    if (plan.nvictims == 0)
+        return false;
+    victims = json_array();
+    if ((n = stop_victims(d, j, &plan, victims)) == 0) {
+        json_decref(victims);
+        victims_stopping(d, j, &plan);
+        return true;
     }
     snprintf(reason,
              sizeof(reason),
              "waiting for %u preempted job(s) to stop",
-             plan.nvictims);
+             n);
     job_event(j, dnow_ms(), JS_PENDING, reason);
     job_save(d, j, NULL, NULL);
     declog_write(d,
@@ -277,10 +319,49 @@ static void unschedulable(crater_daemon_t *d,
     crater_metric_add(d->m_dec, (const char *[]){"unschedulable"}, 1);
 }
 
+/* The placement's reason and, after it, why no preemption helps (no
+ * candidates: non-preemptible, equal or higher priority, too young). */
+static const crater_error_t *with_plan(crater_error_t *err,
+                                       const crater_error_t *perr)
+{
+    size_t len = strlen(err->text), add = strlen(perr->text);
+
+    if (perr->errnum != CRATER_EUNSCHED || len + 3 >= sizeof(err->text))
+        return err;
+    if (add > sizeof(err->text) - len - 3)
+        add = sizeof(err->text) - len - 3; /* cut, as err.text is */
+    memcpy(err->text + len, "; ", 2);
+    memcpy(err->text + len + 2, perr->text, add);
+    err->text[len + 2 + add] = '\0';
+    return err;
+}
+
+static void victims_stopping(crater_daemon_t *d,
+                             djob_t *j,
+                             const crater_preempt_plan_t *plan)
+{
+    crater_error_t err = {0};
+    size_t len;
+
+    len = (size_t)snprintf(err.text, sizeof(err.text), "waiting for job(s)");
+    for (uint32_t i = 0; i < plan->nvictims && len < sizeof(err.text); i++)
+        len += (size_t)snprintf(err.text + len,
+                                sizeof(err.text) - len,
+                                "%s %" PRIu64,
+                                i ? "," : "",
+                                plan->victims[i]);
+    if (len < sizeof(err.text))
+        snprintf(err.text + len,
+                 sizeof(err.text) - len,
+                 " already being preempted to stop");
+    err.errnum = CRATER_EUNSCHED;
+    unschedulable(d, j, &err);
+}
+
 static void schedule_one(crater_daemon_t *d, djob_t *j)
 {
     crater_placement_t pl;
-    crater_error_t err;
+    crater_error_t err, perr = {0};
     double t0 = mono_s(), lat;
     int rc;
 
@@ -290,8 +371,8 @@ static void schedule_one(crater_daemon_t *d, djob_t *j)
     d->decisions++;
     if (rc == 0)
         bind_job(d, j, &pl, lat);
-    else if (!try_preempt(d, j))
-        unschedulable(d, j, &err);
+    else if (!try_preempt(d, j, &perr))
+        unschedulable(d, j, with_plan(&err, &perr));
 }
 
 /* The job named name in tenant, latest submission first. */
@@ -507,8 +588,9 @@ static void *sched_main(void *arg)
     while (!d->stopping) {
         int64_t now = dnow_ms();
         if (now >= next_tick) {
-            if (d->util_dirty) {
+            if (d->util_dirty || (d->recheck_ms && now >= d->recheck_ms)) {
                 d->util_dirty = false;
+                d->recheck_ms = 0;
                 loop_capacity_changed(d);
             }
             node_health_tick(d, now);

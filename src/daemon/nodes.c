@@ -16,6 +16,7 @@
  * node_health_tick). Callers hold d->mu.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,8 +230,13 @@ void node_check_hardware(crater_daemon_t *d, dnode_t *n, json_t *hw)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
+/* What jobs hold on a node. gpu_mib[i] sums the charges on GPU i, which
+ * under overcommit (scheduler.overcommitRatio > 1) may exceed its
+ * memory: node_json() shows allocation against physical memory and the
+ * excess apart (doc/gpu-sharing.md), never a share above 100%. */
 typedef struct alloc {
-    uint64_t gpus, gpu_mem, cpu, mem;
+    uint64_t gpu_mem, cpu, mem;
+    uint64_t gpu_mib[CRATER_MAX_GPUS_PER_NODE];
 } alloc_t;
 
 static size_t node_index(crater_daemon_t *d, const dnode_t *n)
@@ -267,9 +273,10 @@ static node_agg_t *aggregate(crater_daemon_t *d)
         if (!n)
             continue;
         g = &agg[node_index(d, n)];
-        g->a.gpus += j->pl.ngpus;
-        for (uint32_t k = 0; k < j->pl.ngpus; k++)
+        for (uint32_t k = 0; k < j->pl.ngpus; k++) {
             g->a.gpu_mem += (uint64_t)j->pl.gpu_mib[k] << 20;
+            g->a.gpu_mib[j->pl.gpu[k]] += j->pl.gpu_mib[k];
+        }
         g->a.cpu += j->pl.cpu_milli;
         g->a.mem += j->pl.mem_bytes;
         snprintf(id, sizeof(id), "%" PRIu64, j->id);
@@ -299,6 +306,63 @@ static double frac(uint64_t a, uint64_t b)
     return b ? (double)a / (double)b : 0.0;
 }
 
+/* GPUs holding any task, and the bytes charged beyond physical memory
+ * summed over the GPUs (0 without overcommit). */
+static uint64_t gpus_held(const crater_node_t *cn, const alloc_t *a)
+{
+    uint64_t n = 0;
+
+    for (size_t i = 0; i < cn->ngpus && i < CRATER_MAX_GPUS_PER_NODE; i++)
+        n += a->gpu_mib[i] != 0;
+    return n;
+}
+
+static uint64_t gpu_over(const crater_node_t *cn, const alloc_t *a)
+{
+    uint64_t over = 0;
+
+    for (size_t i = 0; i < cn->ngpus && i < CRATER_MAX_GPUS_PER_NODE; i++) {
+        uint64_t held = a->gpu_mib[i] << 20;
+        if (held > cn->gpus[i].memory_bytes)
+            over += held - cn->gpus[i].memory_bytes;
+    }
+    return over;
+}
+
+/* The node's "allocated" and "utilization" objects (see alloc_t). */
+static json_t *alloc_json(const crater_node_t *cn, const alloc_t *a)
+{
+    uint64_t gmem = node_gpu_mem(cn), held = gpus_held(cn, a);
+    uint64_t over = gpu_over(cn, a);
+
+    return json_pack("{s:{s:I, s:I, s:I, s:I, s:I},"
+                     " s:{s:f, s:f, s:f, s:f, s:f, s:f}}",
+                     "allocated",
+                     "gpus",
+                     (json_int_t)held,
+                     "gpu_memory_bytes",
+                     (json_int_t)a->gpu_mem,
+                     "gpu_memory_overcommitted_bytes",
+                     (json_int_t)over,
+                     "cpu_millis",
+                     (json_int_t)a->cpu,
+                     "memory_bytes",
+                     (json_int_t)a->mem,
+                     "utilization",
+                     "gpu",
+                     frac(held, cn->ngpus),
+                     "gpu_memory",
+                     frac(a->gpu_mem - over, gmem),
+                     "gpu_memory_overcommit",
+                     frac(over, gmem),
+                     "cpu",
+                     frac(a->cpu, crater_node_cpu_milli(cn)),
+                     "memory",
+                     frac(a->mem, crater_node_memory_bytes(cn)),
+                     "disk",
+                     0.0);
+}
+
 const char *node_state_name(const dnode_t *n)
 {
     if (!n->registered)
@@ -310,67 +374,51 @@ static json_t *node_json(crater_daemon_t *d, const dnode_t *n, node_agg_t *g)
 {
     const crater_node_t *cn = node_model(d, n->sid);
     json_t *jobs = g && g->jobs ? json_incref(g->jobs) : json_array();
-    uint64_t gmem = node_gpu_mem(cn);
     alloc_t a = g ? g->a : (alloc_t){0};
+    json_t *o;
     double gu = 0;
 
     for (size_t i = 0; i < cn->ngpus; i++)
         gu += n->util.gpu[i];
-    return json_pack("{s:s, s:s, s:b, s:b, s:s, s:I, s:{s:I, s:I, s:I, s:I},"
-                     " s:{s:I, s:I, s:I, s:I}, s:{s:f, s:f, s:f, s:f, s:f},"
-                     " s:{s:f, s:f, s:f, s:f}, s:o}",
-                     "name",
-                     n->name,
-                     "state",
-                     node_state_name(n),
-                     "cordoned",
-                     n->cordoned,
-                     "draining",
-                     n->draining,
-                     "reason",
-                     n->reason ? n->reason : "",
-                     "last_heartbeat_ms",
-                     (json_int_t)n->last_hb_ms,
-                     "capacity",
-                     "gpus",
-                     (json_int_t)cn->ngpus,
-                     "gpu_memory_bytes",
-                     (json_int_t)gmem,
-                     "cpu_millis",
-                     (json_int_t)crater_node_cpu_milli(cn),
-                     "memory_bytes",
-                     (json_int_t)crater_node_memory_bytes(cn),
-                     "allocated",
-                     "gpus",
-                     (json_int_t)a.gpus,
-                     "gpu_memory_bytes",
-                     (json_int_t)a.gpu_mem,
-                     "cpu_millis",
-                     (json_int_t)a.cpu,
-                     "memory_bytes",
-                     (json_int_t)a.mem,
-                     "utilization",
-                     "gpu",
-                     frac(a.gpus, cn->ngpus),
-                     "gpu_memory",
-                     frac(a.gpu_mem, gmem),
-                     "cpu",
-                     frac(a.cpu, crater_node_cpu_milli(cn)),
-                     "memory",
-                     frac(a.mem, crater_node_memory_bytes(cn)),
-                     "disk",
-                     0.0,
-                     "measured",
-                     "gpu",
-                     cn->ngpus ? gu / (double)cn->ngpus : 0.0,
-                     "cpu",
-                     n->util.cpu,
-                     "memory",
-                     n->util.mem,
-                     "disk",
-                     n->util.disk,
-                     "jobs",
-                     jobs);
+    o = json_pack("{s:s, s:s, s:b, s:b, s:s, s:I, s:{s:I, s:I, s:I, s:I},"
+                  " s:{s:f, s:f, s:f, s:f}, s:o}",
+                  "name",
+                  n->name,
+                  "state",
+                  node_state_name(n),
+                  "cordoned",
+                  n->cordoned,
+                  "draining",
+                  n->draining,
+                  "reason",
+                  n->reason ? n->reason : "",
+                  "last_heartbeat_ms",
+                  (json_int_t)n->last_hb_ms,
+                  "capacity",
+                  "gpus",
+                  (json_int_t)cn->ngpus,
+                  "gpu_memory_bytes",
+                  (json_int_t)node_gpu_mem(cn),
+                  "cpu_millis",
+                  (json_int_t)crater_node_cpu_milli(cn),
+                  "memory_bytes",
+                  (json_int_t)crater_node_memory_bytes(cn),
+                  "measured",
+                  "gpu",
+                  cn->ngpus ? gu / (double)cn->ngpus : 0.0,
+                  "cpu",
+                  n->util.cpu,
+                  "memory",
+                  n->util.mem,
+                  "disk",
+                  n->util.disk,
+                  "jobs",
+                  jobs);
+    if (o && json_object_update_new(o, alloc_json(cn, &a)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* o with "hardware_change" when an agent reported other capacity. */
@@ -579,6 +627,49 @@ void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
         return;
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
     node_order_stop(d, n, id, j->attempts, j->spec->grace_period_ms, reason);
+}
+
+static void watermark_stop(crater_daemon_t *d, dnode_t *n, djob_t *j)
+{
+    char reason[256];
+
+    snprintf(reason,
+             sizeof(reason),
+             "requeued: GPU memory measured on %s went past "
+             "scheduler.safetyWatermark (%.0f%%) while overcommitted; "
+             "the newest task on the GPU goes",
+             n->name,
+             d->cfg.scheduler.safety_watermark * 100);
+    job_set_state(d, j, JS_PREEMPTING, reason);
+    node_send_stop(d, j, reason);
+    declog_write(d,
+                 json_pack("{s:I, s:s, s:I, s:s, s:s}",
+                           "time_ms",
+                           (json_int_t)dnow_ms(),
+                           "decision",
+                           "watermark",
+                           "job",
+                           (json_int_t)j->id,
+                           "node",
+                           n->name,
+                           "reason",
+                           reason));
+    crater_metric_add(d->m_dec, (const char *[]){"watermark"}, 1);
+}
+
+void node_watermark(crater_daemon_t *d, dnode_t *n)
+{
+    uint64_t ids[CRATER_MAX_GPUS_PER_NODE];
+    uint32_t k = crater_sched_watermark_victims(d->sched,
+                                                n->sid,
+                                                ids,
+                                                CRATER_MAX_GPUS_PER_NODE);
+
+    for (uint32_t i = 0; i < k; i++) {
+        djob_t *j = job_find(d, ids[i]);
+        if (j && (j->state == JS_BOUND || j->state == JS_RUNNING))
+            watermark_stop(d, n, j);
+    }
 }
 
 void node_order_stop(crater_daemon_t *d,

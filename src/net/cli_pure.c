@@ -1266,6 +1266,63 @@ int cli_print_profiles(FILE *fp, const json_t *items)
     return table_done(&t, fp, "");
 }
 
+/* One node's evaluation in a score table: its total, then its plugins. */
+static void score_rows(table_t *t, const json_t *e, const char *role)
+{
+    char v[48];
+    size_t i;
+    json_t *p;
+
+    if (!json_is_object(e))
+        return;
+    if (!json_is_true(json_object_get(e, "fits"))) {
+        const char *row[] = {role, str_of(e, "node"), "-", str_of(e, "reason")};
+        table_row(t, row);
+        return;
+    }
+    snprintf(v,
+             sizeof(v),
+             "%.4f",
+             json_real_value(json_object_get(e, "score")));
+    table_row(t, (const char *const[]){role, str_of(e, "node"), "total", v});
+    json_array_foreach(json_object_get(e, "plugins"), i, p)
+    {
+        char w[96];
+        snprintf(w,
+                 sizeof(w),
+                 "%.4f x %.4f",
+                 json_real_value(json_object_get(p, "weight")),
+                 json_real_value(json_object_get(p, "score")));
+        table_row(t, (const char *const[]){"", "", str_of(p, "name"), w});
+    }
+}
+
+/* A placed job: the chosen node's score against the runner-up's. */
+static int print_scores(FILE *fp, const json_t *sc, const char *indent)
+{
+    const json_t *second = json_object_get(sc, "runner_up");
+    table_t t = {.ncols = 4};
+
+    fprintf(fp,
+            "%splaced; %lld of %lld nodes would take it now (policy %s)\n",
+            indent,
+            (long long)json_integer_value(json_object_get(sc, "fit")),
+            (long long)json_integer_value(json_object_get(sc, "nodes")),
+            str_of(sc, "policy"));
+    table_row(&t, (const char *const[]){"", "NODE", "SCORE", "VALUE"});
+    score_rows(&t, json_object_get(sc, "chosen"), "chosen");
+    if (json_is_object(second))
+        score_rows(&t, second, "runner-up");
+    else
+        table_row(&t, (const char *const[]){"runner-up", "-", "-", "none"});
+    if (json_is_number(json_object_get(sc, "margin")))
+        fprintf(fp,
+                "%smargin over the runner-up: %.4f\n",
+                indent,
+                json_real_value(json_object_get(sc, "margin")));
+    return table_done(&t, fp, indent);
+}
+
 int cli_print_explain(FILE *fp, const json_t *ex, const char *indent)
 {
     const json_t *filters = json_object_get(ex, "filters");
@@ -1276,6 +1333,8 @@ int cli_print_explain(FILE *fp, const json_t *ex, const char *indent)
 
     if (reason)
         fprintf(fp, "%s%s\n", indent, reason);
+    if (json_is_object(json_object_get(ex, "scores")))
+        return print_scores(fp, json_object_get(ex, "scores"), indent);
     if (!json_is_array(filters) || json_array_size(filters) == 0)
         return ferror(fp) ? -1 : 0;
     table_row(&t, (const char *const[]){"FILTER", "REJECTED"});

@@ -2,13 +2,17 @@
  *
  * GPU choice. A slice goes to the GPUs it fits most tightly (best fit:
  * least admissible room left after the charge), which keeps other GPUs
- * whole for whole-GPU jobs. Whole GPUs are taken from one PCIe switch if
- * any switch has enough free (the switch with the fewest free that still
- * suffices, so big switches stay big), else from one NUMA node, else
- * across. NVLink-required jobs need a clique of the NVLink graph; when the
- * topology-first (or, for slices, best-fit) choice is not one, a bounded
- * search over the free GPUs (the GPUs with room) finds the first clique in
- * index order.
+ * whole for whole-GPU jobs. Overcommit (overcommitRatio > 1) is for when
+ * nothing else fits: a GPU where the charge stays within physical memory
+ * always beats one it would overcommit, however tight the latter, so a
+ * second slice goes to a free GPU rather than past a half-used GPU's
+ * memory (issue 13). sched__eval() applies the same rule between nodes. Whole
+ * GPUs are taken from one PCIe switch if any switch has enough free (the switch
+ * with the fewest free that still suffices, so big switches stay big), else
+ * from one NUMA node, else across. NVLink-required jobs need a clique of the
+ * NVLink graph; when the topology-first (or, for slices, best-fit) choice is
+ * not one, a bounded search over the free GPUs (the GPUs with room) finds the
+ * first clique in index order.
  *
  * Everything here is deterministic and depends only on the node's state
  * and the request, which the class index relies on.
@@ -37,7 +41,7 @@ uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
 }
 
 /* Charge a slice request puts on GPU g, or 0 when g cannot take it. */
-static uint32_t slice_charge(const crater_sched_t *s,
+uint32_t sched__slice_charge(const crater_sched_t *s,
                              uint32_t g,
                              uint32_t slice)
 {
@@ -52,6 +56,22 @@ static uint32_t slice_charge(const crater_sched_t *s,
         && (double)d->used_mib + slice > s->watermark * mem)
         return 0;
     return charge;
+}
+
+int sched__overcommits(const crater_sched_t *s, uint32_t g, uint32_t charge)
+{
+    return (uint64_t)s->gd[g].reserved_mib + charge > s->gs[g].mem_mib;
+}
+
+int sched__placement_overcommits(const crater_sched_t *s,
+                                 const crater_placement_t *p)
+{
+    uint32_t first = s->st[p->node].gpu_first;
+
+    for (uint32_t i = 0; !p->whole && i < p->ngpus; i++)
+        if (sched__overcommits(s, first + p->gpu[i], p->gpu_mib[i]))
+            return 1;
+    return 0;
 }
 
 static void set_topology(struct sched_ctx *c)
@@ -220,7 +240,7 @@ static int slice_clique(struct sched_ctx *c, uint64_t cand)
 
     for (uint64_t m = cand; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
-        if (slice_charge(s, first + (uint32_t)i, slice))
+        if (sched__slice_charge(s, first + (uint32_t)i, slice))
             ok |= 1ull << i;
     }
     if (!(set = find_clique(s, first, ok, 0, c->req->gpus)))
@@ -234,7 +254,7 @@ static int slice_clique(struct sched_ctx *c, uint64_t cand)
         int i = __builtin_ctzll(m);
         c->p.gpu[c->p.ngpus] = (uint8_t)i;
         c->p.gpu_mib[c->p.ngpus++] =
-            slice_charge(s, first + (uint32_t)i, slice);
+            sched__slice_charge(s, first + (uint32_t)i, slice);
     }
     return 0;
 }
@@ -262,7 +282,8 @@ static int slice_fail(struct sched_ctx *c, uint64_t cand, uint32_t best_room)
                 U_COUNT);
 }
 
-/* Slices: the n feasible GPUs with the least room left, best first. */
+/* Slices: the n feasible GPUs with the least room left, best first,
+ * those within physical memory before those the charge overcommits. */
 static int slice_gpus(struct sched_ctx *c, uint64_t cand)
 {
     const crater_sched_t *s = c->s;
@@ -273,16 +294,20 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
         int bi = -1;
         /* best_room: what the k-th GPU could offer, for explain */
         uint32_t bleft = UINT32_MAX, bcharge = 0, best_room = 0;
+        int bover = 1; /* the best so far overcommits its GPU */
         for (uint64_t m = cand & ~used; m; m &= m - 1) {
             int i = __builtin_ctzll(m);
             uint32_t g = first + (uint32_t)i;
-            uint32_t charge = slice_charge(s, g, c->req->slice_mib);
+            uint32_t charge = sched__slice_charge(s, g, c->req->slice_mib);
             uint32_t room = sched__room_mib(s, g);
+            int over = charge && sched__overcommits(s, g, charge);
             best_room = room > best_room ? room : best_room;
-            if (charge && room - charge < bleft) {
+            if (charge
+                && (over < bover || (over == bover && room - charge < bleft))) {
                 bi = i;
                 bleft = room - charge;
                 bcharge = charge;
+                bover = over;
             }
         }
         if (bi < 0)

@@ -194,6 +194,7 @@ struct crater_sched {
     bool prefer_low_util;
     uint64_t min_cpu_per_gpu; /* millicores */
     uint64_t min_mem_per_gpu;
+    uint64_t preempt_min_ms; /* a task younger than this is no victim */
     const crater_kb_t *kb;
     crater_sched_env_t env;
 
@@ -335,6 +336,20 @@ int sched__pick_cpu_mem(struct sched_ctx *c);
 uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
                                  uint32_t node,
                                  int numa);
+/* The charge a slice of slice MiB puts on GPU g (slice + context), or 0
+ * when g cannot take it (room, task limit, or the watermark when the
+ * charge would go past physical memory). */
+uint32_t sched__slice_charge(const crater_sched_t *s,
+                             uint32_t g,
+                             uint32_t slice);
+/* 1 when charging charge MiB more on GPU g goes past its physical memory;
+ * for a placement, when any of its slices does (whole GPUs never do). */
+int sched__overcommits(const crater_sched_t *s, uint32_t g, uint32_t charge);
+int sched__placement_overcommits(const crater_sched_t *s,
+                                 const crater_placement_t *p);
+/* What sched__eval() takes off the score of a placement that overcommits:
+ * more than any policy's score range, so such placements rank last. */
+#define SCHED_OVERCOMMIT_PENALTY 1e6
 
 /* Policies (policy.c): how feasible nodes rank and, optionally, which
  * GPUs a request takes in a node. score NULL: the weighted plugin scores;

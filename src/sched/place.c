@@ -62,7 +62,10 @@ static double order_bias(const crater_sched_t *s, uint32_t node)
 }
 
 /* Run every filter; on success score the reservation, less the policy's
- * first-fit bias. */
+ * first-fit bias. A placement that overcommits a GPU's memory scores
+ * SCHED_OVERCOMMIT_PENALTY lower, so that it wins only where nothing
+ * fits within physical memory (overcommit is the last resort); the
+ * penalty is part of raw, so the class memo keeps it too. */
 int sched__eval(crater_sched_t *s,
                 uint32_t node,
                 const crater_request_t *r,
@@ -74,6 +77,8 @@ int sched__eval(crater_sched_t *s,
             return -1;
     c->raw = c->s->policy && c->s->policy->score ? c->s->policy->score(c)
                                                  : sched__plugin_score(c);
+    if (s->overcommit > 1 && sched__placement_overcommits(s, &c->p))
+        c->raw -= SCHED_OVERCOMMIT_PENALTY;
     c->p.score = c->raw - order_bias(s, node);
     return 0;
 }

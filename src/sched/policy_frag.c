@@ -195,6 +195,30 @@ static double fgd_int(double before, double after)
     return (double)(int64_t)(100.0 / (1.0 + exp(-(before - after) / 1000.0)));
 }
 
+/* With overcommit, the GPUs of cand that take the share within physical
+ * memory, else those that take it at all (the watermark included): as in
+ * fit.c, overcommit only when nothing else fits. cand unchanged without. */
+static uint64_t share_cand(const struct sched_ctx *c, uint64_t cand)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first;
+    uint64_t ok = 0, phys = 0;
+
+    if (s->overcommit <= 1)
+        return cand;
+    for (uint64_t m = cand; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        uint32_t g = first + (uint32_t)i;
+        uint32_t ch = sched__slice_charge(s, g, c->req->slice_mib);
+        if (!ch)
+            continue;
+        ok |= 1ull << i;
+        if (!sched__overcommits(s, g, ch))
+            phys |= 1ull << i;
+    }
+    return phys ? phys : ok;
+}
+
 /* Try each distinct amount of room among the GPUs that can take the share
  * (the first GPU of each: equal room gives equal fragmentation); keep the
  * best by rank(), ties to the earlier candidate (exact) or the tighter one. */
@@ -205,7 +229,9 @@ static int pick_share(struct sched_ctx *c, uint64_t cand, int exact)
                              tried[MAX_GPUS];
     double before, best = -INFINITY;
     int bi = -1, ntried = 0;
+    uint64_t all = cand;
 
+    cand = share_cand(c, cand);
     sched__gpu_left(s, c->node, left);
     before = frag_of(s, c->node, left, s->dyn[c->node].cpu_free, exact);
     c->p.ngpus = 1;
@@ -229,7 +255,7 @@ static int pick_share(struct sched_ctx *c, uint64_t cand, int exact)
         }
     }
     if (bi < 0)
-        return sched__pick_gpus_default(c, cand); /* fails with the reason */
+        return sched__pick_gpus_default(c, all); /* fails with the reason */
     c->p.gpu[0] = (uint8_t)bi;
     c->p.gpu_mib[0] = need;
     c->pscore = best;

@@ -44,6 +44,7 @@
  *   and only used while the clock has not gone back.
  * - The winner's placement is evaluated once, at the end.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,6 +185,25 @@ static void sort_run(struct cand *c, uint32_t n)
     }
 }
 
+/* Why task t may not be a victim of r at time now: 0 it may be; 1 it is
+ * not preemptible; 2 its priority is not below r's; 3 it has run less
+ * than preemptionMinRuntime (a victim's protection against thrash: short
+ * high-priority jobs preempting the same job again as soon as it is
+ * back). */
+static int blocked(const crater_sched_t *s,
+                   const struct task *t,
+                   const crater_request_t *r,
+                   uint64_t now)
+{
+    if (!t->preemptible)
+        return 1;
+    if (t->priority >= r->priority)
+        return 2;
+    if (s->preempt_min_ms && now < t->start_ms + s->preempt_min_ms)
+        return 3;
+    return 0;
+}
+
 /* The preemptible tasks below r's priority on node, sorted by cost, into
  * s->pre->c; *n their count, *timeless whether every start or checkpoint
  * is at most now (then their order does not change as time passes). */
@@ -208,7 +228,10 @@ static int gather(crater_sched_t *s,
     *timeless = 1;
     for (uint32_t i = 0; i < nt->n; i++) {
         const struct task *t = sched__task_find(s, nt->ids[i]);
-        if (!t->preemptible || t->priority >= r->priority)
+        int why = blocked(s, t, r, now);
+        if (why == 3)
+            *timeless = 0; /* it becomes a candidate later */
+        if (why)
             continue;
         if (since_of(t) > now)
             *timeless = 0;
@@ -621,26 +644,90 @@ static int finish(crater_sched_t *s,
     return 0;
 }
 
-static int no_plan(const crater_request_t *r,
+/* Every running task by why it may not be a victim of r (blocked()). */
+static void count_blocked(const crater_sched_t *s,
+                          const crater_request_t *r,
+                          uint64_t now,
+                          uint32_t n[4])
+{
+    memset(n, 0, 4 * sizeof(n[0]));
+    for (uint32_t i = 0; i < s->tsize; i++)
+        if (s->tasks[i].id)
+            n[blocked(s, &s->tasks[i], r, now)]++;
+}
+
+/* "; 2 non-preemptible, 1 at priority 10 or above" for the counts. */
+static void fmt_blocked(const crater_sched_t *s,
+                        const crater_request_t *r,
+                        const uint32_t n[4],
+                        char *buf,
+                        size_t size)
+{
+    size_t len = 0;
+    int first = 1;
+
+    buf[0] = '\0';
+    if (n[1] && len < size)
+        len += (size_t)snprintf(buf + len,
+                                size - len,
+                                "%s%u non-preemptible",
+                                first ? "" : ", ",
+                                n[1]);
+    first &= !n[1];
+    if (n[2] && len < size)
+        len += (size_t)snprintf(buf + len,
+                                size - len,
+                                "%s%u at priority %d or above",
+                                first ? "" : ", ",
+                                n[2],
+                                (int)r->priority);
+    first &= !n[2];
+    if (n[3] && len < size)
+        snprintf(buf + len,
+                 size - len,
+                 "%s%u running for less than preemptionMinRuntime (%llus)",
+                 first ? "" : ", ",
+                 n[3],
+                 (unsigned long long)(s->preempt_min_ms / 1000));
+}
+
+/* Why there is no plan: no candidates at all, and why the running tasks
+ * are not (non-preemptible, equal or higher priority, protected by
+ * preemptionMinRuntime), or candidates whose release is not enough. */
+static int no_plan(const crater_sched_t *s,
+                   const crater_request_t *r,
+                   uint64_t now,
                    uint32_t ncand,
                    uint32_t nnodes,
                    crater_error_t *err)
 {
+    uint32_t n[4];
+    char why[256];
+
+    count_blocked(s, r, now, n);
+    fmt_blocked(s, r, n, why, sizeof(why));
+    if (!ncand && !n[1] && !n[2] && !n[3])
+        return crater_errorf(err,
+                             CRATER_EUNSCHED,
+                             "no preemption plan: no running tasks");
     if (!ncand)
         return crater_errorf(err,
                              CRATER_EUNSCHED,
-                             "no preemption plan: no running preemptible "
-                             "task has a priority below %d",
-                             (int)r->priority);
+                             "no preemption plan: none of the %u running "
+                             "task(s) may be preempted (%s)",
+                             n[1] + n[2] + n[3],
+                             why);
     return crater_errorf(err,
                          CRATER_EUNSCHED,
                          "no preemption plan: no preemptible lower-priority "
                          "tasks whose release would make it fit (%u "
                          "candidate task(s) below priority %d on %u "
-                         "node(s))",
+                         "node(s)%s%s)",
                          ncand,
                          (int)r->priority,
-                         nnodes);
+                         nnodes,
+                         *why ? "; not candidates: " : "",
+                         why);
 }
 
 int crater_sched_plan_preemption(crater_sched_t *s,
@@ -665,5 +752,5 @@ int crater_sched_plan_preemption(crater_sched_t *s,
         || plan_all(s, req, m, now, &b) < 0
         || (b.found && finish(s, req, now, &b, plan) < 0))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    return b.found ? 0 : no_plan(req, ncand, nnodes, err);
+    return b.found ? 0 : no_plan(s, req, now, ncand, nnodes, err);
 }

@@ -53,6 +53,7 @@ static void copy_config(crater_sched_t *s, const crater_config_t *cfg)
     s->prefer_low_util = cfg->scheduler.prefer_low_utilization;
     s->min_cpu_per_gpu = (uint64_t)(cfg->scheduler.min_cpu_per_gpu * 1000.0);
     s->min_mem_per_gpu = cfg->scheduler.min_memory_per_gpu;
+    s->preempt_min_ms = cfg->scheduler.preemption_min_runtime_ms;
 }
 
 crater_sched_t *crater_sched_create(const crater_config_t *cfg,
@@ -191,6 +192,56 @@ int crater_sched_set_util(crater_sched_t *s,
     }
     sched__node_touch(s, node);
     return sched__reindex(s, node);
+}
+
+/* The newest task (latest start, then highest id) holding a slice of
+ * local GPU gi of node; 0 when none. */
+static uint64_t newest_on(const crater_sched_t *s, uint32_t node, uint32_t gi)
+{
+    const struct node_tasks *nt = &s->ntasks[node];
+    const struct task *best = NULL;
+
+    for (uint32_t i = 0; i < nt->n; i++) {
+        const struct task *t = sched__task_find(s, nt->ids[i]);
+        int on = 0;
+        for (uint32_t k = 0; k < t->p.ngpus; k++)
+            on |= t->p.gpu[k] == gi;
+        if (on && !t->p.whole
+            && (!best || t->start_ms > best->start_ms
+                || (t->start_ms == best->start_ms && t->id > best->id)))
+            best = t;
+    }
+    return best ? best->id : 0;
+}
+
+static int listed(const uint64_t *ids, uint32_t n, uint64_t id)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return 1;
+    return 0;
+}
+
+uint32_t crater_sched_watermark_victims(const crater_sched_t *s,
+                                        uint32_t node,
+                                        uint64_t *out,
+                                        uint32_t max)
+{
+    uint32_t n = 0;
+
+    if (node >= s->n || node >= s->ntcap)
+        return 0;
+    for (uint32_t i = 0; i < s->st[node].ngpus && n < max; i++) {
+        uint32_t g = s->st[node].gpu_first + i;
+        const struct gpu_dyn *d = &s->gd[g];
+        uint64_t id;
+        if (d->reserved_mib <= s->gs[g].mem_mib
+            || (double)d->used_mib <= s->watermark * s->gs[g].mem_mib)
+            continue;
+        if ((id = newest_on(s, node, i)) && !listed(out, n, id))
+            out[n++] = id;
+    }
+    return n;
 }
 
 /* Largest new charge GPU g admits now (0 when it takes no more tasks). */

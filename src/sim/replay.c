@@ -184,6 +184,10 @@ crater_sched_t *crater_replay_sched_create(const crater_cluster_t *c,
     }
     if (milli)
         cfg.scheduler.gpu_context_overhead = 0;
+    /* The core gets no clock here (every task starts at time 0), so a
+     * minimum run time would protect every task for ever: off until the
+     * replay hands the core its simulated clock. */
+    cfg.scheduler.preemption_min_runtime_ms = 0;
     s = crater_sched_create(&cfg, kb, NULL);
     crater_config_clear(&cfg);
     if (!s) {

@@ -31,7 +31,9 @@ job() { # job FILE NAME [YAML lines...]: a job spec
 }
 field() { jq -r "$1" "$tmp/body"; }
 
-start_craterd "$tmp/data" --hardware "$src/examples/hardware/h100x8.yaml" || exit 1
+# the preemption below comes a second after the victim starts
+printf 'scheduler:\n  preemptionMinRuntime: 0s\n' >"$tmp/craterd.yaml"
+start_craterd "$tmp/data" --config "$tmp/craterd.yaml" --hardware "$src/examples/hardware/h100x8.yaml" || exit 1
 node=gpu-h100-0
 
 # ---- health and auth ----------------------------------------------------------
@@ -290,7 +292,7 @@ grep -q '"decision":"preempting"' "$tmp/data/decisions.log" && ok || bad "decisi
 # ---- kill -9 and restart ------------------------------------------------------------
 api GET "/api/v1/jobs?state=pending" "$admin"; pending_before=$(jq -c '[.items[].id]' "$tmp/body")
 kill -9 "$pid"; wait "$pid" 2>/dev/null
-start_craterd "$tmp/data" || exit 1
+start_craterd "$tmp/data" --config "$tmp/craterd.yaml" || exit 1
 api GET "/api/v1/jobs?state=pending" "$admin"
 expect "pending survive restart" 200 "[.items[].id] == $pending_before"
 api GET "/api/v1/jobs/$high" "$admin"; expect "running survives restart" 200 ".state == \"running\" and .placement.node == \"$node\""

@@ -37,7 +37,9 @@ submit() { # submit YAML_TEXT -> prints the job id
 # unique sleep lengths: other test runs on this machine do not confuse pgrep
 s30=30.$RANDOM s60=60.$RANDOM
 cd "$tmp"
-"$bin" up --data "$tmp/var" --listen 127.0.0.1:0 \
+# the preemption below comes seconds after the victim starts
+printf 'scheduler:\n  preemptionMinRuntime: 0s\n' >"$tmp/up.yaml"
+"$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/up.yaml" \
     --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &
 up=$!
 for i in $(seq 1 100); do

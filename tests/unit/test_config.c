@@ -78,6 +78,7 @@ START_TEST(defaults_every_key)
     ck_assert_str_eq(c.scheduler.policy, "crater");
     ck_assert(c.scheduler.backfill);
     ck_assert_uint_eq(c.scheduler.resource_grace_period_ms, 30000);
+    ck_assert_uint_eq(c.scheduler.preemption_min_runtime_ms, 120000);
     ck_assert_uint_eq(c.agent.heartbeat_interval_ms, 5000);
     ck_assert_uint_eq(c.agent.heartbeat_timeout_ms, 30000);
     ck_assert_int_eq(c.agent.migration_policy, CRATER_MIGRATION_CONSERVATIVE);
@@ -523,7 +524,7 @@ START_TEST(encode_defaults_has_every_key)
     ea = crater_config_encode(&a);
     ck_assert_uint_eq(json_object_size(ea), 8);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 15);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 16);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 13);
     ck_assert_str_eq(json_string_value(

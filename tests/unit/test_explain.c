@@ -133,6 +133,43 @@ START_TEST(long_message_is_whole_in_the_error)
 }
 END_TEST
 
+/* Issue 13: explain on a placed job showed only its state. The chosen
+ * node's score, by plugin, against the runner-up; the same decision as
+ * crater_sched_place() with the task's charges off; the state unchanged
+ * (the next placement is the same as before the call). */
+START_TEST(placed_task_against_runner_up)
+{
+    crater_sched_t *s = load(EX("cluster.yaml"));
+    crater_request_t r = req_slice(1, 20000);
+    crater_placement_t p, before, after;
+    crater_error_t err;
+    json_t *j, *chosen, *second;
+
+    ck_assert_int_eq(crater_sched_place(s, &r, &p, &err), 0);
+    ck_assert_int_eq(crater_sched_commit(s, 1, &r, &p, &err), 0);
+    ck_assert_ptr_null(crater_sched_explain_placed(s, 2, &r));
+    ck_assert_int_eq(crater_sched_place(s, &r, &before, &err), 0);
+    j = crater_sched_explain_placed(s, 1, &r);
+    ck_assert_ptr_nonnull(j);
+    chosen = json_object_get(j, "chosen");
+    second = json_object_get(j, "runner_up");
+    ck_assert_str_eq(json_string_value(json_object_get(chosen, "node")),
+                     crater_sched_node(s, p.node)->name);
+    ck_assert(json_is_true(json_object_get(chosen, "fits")));
+    ck_assert(json_real_value(json_object_get(chosen, "score")) == p.score);
+    ck_assert_uint_gt(json_array_size(json_object_get(chosen, "plugins")), 0);
+    ck_assert(json_is_object(second));
+    ck_assert_str_ne(json_string_value(json_object_get(second, "node")),
+                     crater_sched_node(s, p.node)->name);
+    ck_assert(json_real_value(json_object_get(j, "margin")) >= 0);
+    ck_assert_int_ge(json_integer_value(json_object_get(j, "fit")), 2);
+    json_decref(j);
+    ck_assert_int_eq(crater_sched_place(s, &r, &after, &err), 0);
+    ck_assert_int_eq(memcmp(&before, &after, sizeof(after)), 0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("explain");
@@ -144,6 +181,7 @@ int main(void)
     tcase_add_test(tc, fits_one_node_reasons_for_the_rest);
     tcase_add_test(tc, nothing_fits_message_is_error_text);
     tcase_add_test(tc, long_message_is_whole_in_the_error);
+    tcase_add_test(tc, placed_task_against_runner_up);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

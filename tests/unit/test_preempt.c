@@ -25,6 +25,7 @@ static void setup(void)
     kb = crater_kb_create();
     ck_assert_int_eq(crater_config_defaults(&cfg), 0);
     cfg.scheduler.gpu_context_overhead = 0;
+    cfg.scheduler.preemption_min_runtime_ms = 0; /* tested on its own */
     now = 0;
 }
 
@@ -122,8 +123,8 @@ START_TEST(never_non_preemptible)
     ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), -1);
     ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
     ck_assert_str_eq(err.text,
-                     "no preemption plan: no running preemptible task has "
-                     "a priority below 10");
+                     "no preemption plan: none of the 2 running task(s) may "
+                     "be preempted (2 non-preemptible)");
     crater_sched_destroy(s);
 }
 END_TEST
@@ -139,8 +140,8 @@ START_TEST(never_equal_or_higher_priority)
     task(s, 2, 0, 1, 0, 11, true, 0); /* higher: never */
     ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), -1);
     ck_assert_str_eq(err.text,
-                     "no preemption plan: no running preemptible task has "
-                     "a priority below 10");
+                     "no preemption plan: none of the 2 running task(s) may "
+                     "be preempted (2 at priority 10 or above)");
     r.priority = 11; /* now task 1 is below */
     ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), 0);
     expect_victims(&plan, 0, 1, (uint64_t[]){1});
@@ -164,7 +165,8 @@ START_TEST(no_release_makes_it_fit)
     ck_assert_str_eq(err.text,
                      "no preemption plan: no preemptible lower-priority "
                      "tasks whose release would make it fit (1 candidate "
-                     "task(s) below priority 10 on 1 node(s))");
+                     "task(s) below priority 10 on 1 node(s); not "
+                     "candidates: 2 non-preemptible)");
     crater_sched_destroy(s);
 }
 END_TEST
@@ -370,6 +372,62 @@ START_TEST(fits_already_needs_no_victims)
 }
 END_TEST
 
+/* Issue 13, preemption thrash: short high-priority jobs preempted the same
+ * job as soon as it was back. A task younger than preemptionMinRuntime is
+ * no victim; the plan moves to an older one, or there is none and the
+ * reason says why; once it is old enough it may go. */
+START_TEST(min_runtime_protects_a_victim)
+{
+    crater_sched_t *s;
+    crater_request_t r = whole1();
+    crater_preempt_plan_t plan;
+    crater_error_t err;
+
+    cfg.scheduler.preemption_min_runtime_ms = 60000;
+    s = load(EX("a2-a100.yaml"), 1);
+    task(s, 1, 0, 0, 0, 0, true, 0);     /* old */
+    task(s, 2, 0, 1, 0, 0, true, 50000); /* back 10 s ago */
+    now = 60000;
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), 0);
+    expect_victims(&plan, 0, 1, (uint64_t[]){1}); /* else 2: less lost */
+    ck_assert_int_eq(crater_sched_release(s, 1, &err), 0);
+    task(s, 1, 0, 0, 0, 0, false, 0);
+    now = 60000;
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), -1);
+    ck_assert_str_eq(err.text,
+                     "no preemption plan: none of the 2 running task(s) may "
+                     "be preempted (1 non-preemptible, 1 running for less "
+                     "than preemptionMinRuntime (60s))");
+    now = 110000; /* task 2 has run 60 s */
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), 0);
+    expect_victims(&plan, 0, 1, (uint64_t[]){2});
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* The planner's per-node bound is kept between calls; a protected task
+ * that comes of age must still be seen (the bound is not kept while a
+ * candidate is protected). */
+START_TEST(min_runtime_bound_not_stale)
+{
+    crater_sched_t *s;
+    crater_request_t r = whole1();
+    crater_preempt_plan_t plan;
+    crater_error_t err;
+
+    cfg.scheduler.preemption_min_runtime_ms = 1000;
+    s = load(EX("a2-a100.yaml"), 1);
+    task(s, 1, 0, 0, 0, 0, false, 0);
+    task(s, 2, 0, 1, 0, 0, true, 0);
+    now = 500;
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), -1);
+    now = 1000;
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), 0);
+    expect_victims(&plan, 0, 1, (uint64_t[]){2});
+    crater_sched_destroy(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("preempt");
@@ -387,6 +445,8 @@ int main(void)
     tcase_add_test(tc, prefers_fewer_victims);
     tcase_add_test(tc, state_unchanged_and_plan_executes);
     tcase_add_test(tc, fits_already_needs_no_victims);
+    tcase_add_test(tc, min_runtime_protects_a_victim);
+    tcase_add_test(tc, min_runtime_bound_not_stale);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -141,6 +141,99 @@ START_TEST(overcommit_bounded_by_measured_watermark)
 }
 END_TEST
 
+/* Issue 13: with overcommitRatio 2 a second slice went onto the half-used
+ * GPU 0 (best fit: least room left) past its physical memory while GPU 1
+ * was free. Overcommit is the last resort: GPU 1 first; only once no GPU
+ * can take a slice within physical memory does one overcommit. */
+START_TEST(overcommit_only_when_nothing_else_fits)
+{
+    crater_sched_t *s;
+    crater_request_t r = req_slice(1, 50000);
+    crater_placement_t p;
+
+    cfg.scheduler.gpu_context_overhead = 0;
+    cfg.scheduler.overcommit_ratio = 2.0;
+    s = load(EX("a2-a100.yaml"));
+    ck_assert_int_eq(place_commit(s, &r, 1, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 0);
+    ck_assert_int_eq(place_commit(s, &r, 2, &p), 0);
+    ck_assert_uint_eq(p.gpu[0], 1); /* was 0: 100000 MiB on 81920 */
+    ck_assert_int_eq(place_commit(s, &r, 3, &p), 0); /* now it must */
+    ck_assert_uint_eq(p.gpu[0], 0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* The same between nodes: a node the slice would overcommit loses to one
+ * where it fits physically, whatever packing prefers; both paths agree. */
+START_TEST(overcommit_last_between_nodes)
+{
+    crater_sched_t *s = NULL;
+    crater_cluster_t *cl = NULL;
+    crater_request_t r = req_slice(1, 50000);
+    crater_placement_t p;
+    crater_error_t err;
+    char *name;
+
+    cfg.scheduler.gpu_context_overhead = 0;
+    cfg.scheduler.overcommit_ratio = 2.0;
+    s = crater_sched_create(&cfg, kb, NULL);
+    ck_assert_int_eq(crater_hw_load(EX("a2-a100.yaml"), kb, &cl, &err), 0);
+    ck_assert_int_ge(crater_sched_add_node(s, &cl->nodes[0], &err), 0);
+    name = cl->nodes[0].name;
+    cl->nodes[0].name = "gpu-a100-1";
+    ck_assert_int_ge(crater_sched_add_node(s, &cl->nodes[0], &err), 0);
+    cl->nodes[0].name = name;
+    crater_cluster_destroy(cl);
+    crater_sched_set_cordoned(s, 1, true);
+    ck_assert_int_eq(place_commit(s, &r, 1, &p), 0);
+    ck_assert_int_eq(place_commit(s, &r, 2, &p), 0);
+    ck_assert_uint_eq(p.node, 0); /* both GPUs of node 0 half full */
+    crater_sched_set_cordoned(s, 1, false);
+    ck_assert_int_eq(place_commit(s, &r, 3, &p), 0);
+    ck_assert_uint_eq(p.node, 1);
+    ck_assert_int_eq(place_commit(s, &r, 4, &p), 0);
+    ck_assert_uint_eq(p.node, 1);
+    ck_assert_int_eq(place_commit(s, &r, 5, &p), 0); /* nothing else */
+    ck_assert(p.score < -1e5);
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* The safety watermark acting: the newest task on an overcommitted GPU
+ * whose measured use is past safetyWatermark; nothing when the GPU is
+ * within physical memory, whatever it measures, or below the watermark. */
+START_TEST(watermark_names_newest_overcommitted_task)
+{
+    crater_sched_t *s;
+    crater_request_t r = req_slice(1, 30000), whole = req_slice(1, 0);
+    crater_node_util_t u = {0};
+    crater_placement_t p;
+    uint64_t v[4];
+
+    cfg.scheduler.gpu_context_overhead = 0;
+    cfg.scheduler.overcommit_ratio = 2.0;
+    cfg.scheduler.safety_watermark = 0.9;
+    s = load(EX("a2-a100.yaml"));
+    ck_assert_int_eq(place_commit(s, &whole, 100, &p), 0);
+    ck_assert_int_eq(place_commit(s, &r, 1, &p), 0);
+    ck_assert_int_eq(place_commit(s, &r, 2, &p), 0); /* 60000: physical */
+    u.gpu_used_mib[1] = 81000;
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_uint_eq(crater_sched_watermark_victims(s, 0, v, 4), 0);
+    u.gpu_used_mib[1] = 40000;
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_int_eq(place_commit(s, &r, 3, &p), 0); /* 90000: over */
+    ck_assert_uint_eq(p.gpu[0], 1);
+    ck_assert_uint_eq(crater_sched_watermark_victims(s, 0, v, 4), 0);
+    u.gpu_used_mib[1] = 73729; /* > 0.9 x 81920 */
+    crater_sched_set_util(s, 0, &u);
+    ck_assert_uint_eq(crater_sched_watermark_victims(s, 0, v, 4), 1);
+    ck_assert_uint_eq(v[0], 3);
+    crater_sched_destroy(s);
+}
+END_TEST
+
 START_TEST(cpu_threshold_blocks_gpu_job)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"));
@@ -351,7 +444,10 @@ START_TEST(differential_random_clusters)
 {
     for (unsigned cl = 0; cl < 20; cl++) {
         unsigned seed = 1000 + cl;
-        crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
+        crater_sched_t *s;
+        /* every other cluster overcommits, with measured GPU memory */
+        cfg.scheduler.overcommit_ratio = cl % 2 ? 2.0 : 1.0;
+        s = crater_sched_create(&cfg, kb, NULL);
         crater_error_t err;
         uint64_t live[512];
         int nlive = 0, nodes = 2 + rand_r(&seed) % 40;
@@ -373,6 +469,8 @@ START_TEST(differential_random_clusters)
             }
             if (rand_r(&seed) % 25 == 0) {
                 crater_node_util_t u = {.cpu = (rand_r(&seed) % 10) / 10.0};
+                for (int g = 0; g < CRATER_MAX_GPUS_PER_NODE; g++)
+                    u.gpu_used_mib[g] = (uint32_t)(rand_r(&seed) % 90000);
                 crater_sched_set_util(s, (uint32_t)(rand_r(&seed) % nodes), &u);
             }
         }
@@ -393,6 +491,9 @@ int main(void)
     tcase_add_test(tc, max_tasks_per_gpu);
     tcase_add_test(tc, whole_gpu_needs_a_free_gpu);
     tcase_add_test(tc, overcommit_bounded_by_measured_watermark);
+    tcase_add_test(tc, overcommit_only_when_nothing_else_fits);
+    tcase_add_test(tc, overcommit_last_between_nodes);
+    tcase_add_test(tc, watermark_names_newest_overcommitted_task);
     tcase_add_test(tc, cpu_threshold_blocks_gpu_job);
     tcase_add_test(tc, topology_keeps_jobs_on_one_switch);
     tcase_add_test(tc, numa_strict_needs_cpu_next_to_gpus);
