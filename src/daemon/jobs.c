@@ -727,6 +727,7 @@ int queue_push_job(crater_daemon_t *d, djob_t *j)
     e.hard_deadline = j->spec->deadline_ms
                       && j->spec->deadline_policy == CRATER_DEADLINE_HARD;
     e.submit_ms = (uint64_t)j->submitted_ms;
+    e.est_runtime_ms = j->spec->time_limit_ms; /* 0: unbounded */
     e.demand[CRATER_QDIM_GPU] = gpus;
     e.demand[CRATER_QDIM_CPU] = (double)r->cpu_milli;
     e.demand[CRATER_QDIM_MEM] = (double)r->memory_bytes;

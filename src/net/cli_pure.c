@@ -318,6 +318,7 @@ static const struct run_opt run_opts[] = {
     {"--preemptible", "preemptible", K_FLAG, 0},
     {"--replicas", "replicas", K_UINT, 0},
     {"--grace-period", "gracePeriod", K_QTY, CRATER_DIM_DURATION},
+    {"--time", "timeLimit", K_QTY, CRATER_DIM_DURATION},
     {"--gpu", "resources.gpu.count", K_UINT, 0},
     {"--gpu-mem", "resources.gpu.memory", K_QTY, CRATER_DIM_BYTES},
     {"--gpu-model", "resources.gpu.model", K_LIST, 0},
