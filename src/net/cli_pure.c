@@ -1496,6 +1496,17 @@ static void exit_field(FILE *fp, const json_t *ex)
     field(fp, "Exit:", buf);
 }
 
+/* The spec's timeLimit ("7200000ms") as "2h". */
+static const char *time_limit_text(const json_t *spec, char *buf, size_t n)
+{
+    const char *t = json_string_value(json_object_get(spec, "timeLimit"));
+    uint64_t ns;
+
+    if (crater_parse_duration_ns(t, &ns, NULL) < 0)
+        return t;
+    return crater_format_quantity(ns, CRATER_DIM_DURATION, buf, n);
+}
+
 int cli_print_job_describe(FILE *fp,
                            const json_t *job,
                            const json_t *explain,
@@ -1522,6 +1533,8 @@ int cli_print_job_describe(FILE *fp,
     time_field(fp, "Finished:", json_object_get(job, "finished_ms"), now_ms);
     command_field(fp, spec);
     resources_field(fp, spec);
+    if (json_is_string(json_object_get(spec, "timeLimit")))
+        field(fp, "Time limit:", time_limit_text(spec, buf, sizeof(buf)));
     rc = placement_block(fp, json_object_get(job, "placement"));
     exit_field(fp, json_object_get(job, "exit"));
     if (rc == 0)
