@@ -38,6 +38,10 @@
 #define CRATER_JOB_MAX_CPU_MILLI 1000000000ull /* 1,000,000 cores */
 #define CRATER_JOB_MAX_REPLICAS 10000
 #define CRATER_JOB_MAX_GPUS 64 /* per replica */
+/* timeLimit bounds: at least a second (a bare number is seconds), at most
+ * a year, so start + limit never wraps. */
+#define CRATER_JOB_MIN_TIME_LIMIT_MS 1000ull
+#define CRATER_JOB_MAX_TIME_LIMIT_MS (366ull * 24 * 3600 * 1000)
 
 typedef enum crater_workload {
     CRATER_WORKLOAD_TRAINING,
@@ -142,6 +146,10 @@ typedef struct crater_jobspec {
     char *priority_class;        /* NULL or a class name from config */
     bool preemptible;
     uint64_t grace_period_ms;
+    /* timeLimit: the agent stops the task this long after it started and
+     * the job fails; backfill takes it as the job's longest run time.
+     * 0 = none (unbounded). */
+    uint64_t time_limit_ms;
     crater_resources_t resources;
     double cpu_limit_multiplier; /* quota = request x this; >= 1 */
     bool cpu_burst;

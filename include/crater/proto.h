@@ -102,6 +102,10 @@ typedef struct crater_proto_task {
     crater_proto_placement_t placement;
     crater_proto_limits_t limits;
     uint64_t grace_period_ms;
+    /* The job's timeLimit: the agent stops the task (as for a stop order,
+     * with grace_period_ms) this long after it started it; 0 = none.
+     * Sent only when set ("timeLimit_ms"). */
+    uint64_t time_limit_ms;
     /* Register answer only ("logs"): bytes of stdout, stderr craterd
      * holds, where shipping resumes. */
     bool has_logs;

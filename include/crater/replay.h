@@ -14,7 +14,9 @@
  * lower-priority preemptible victims; the plan is executed (victims
  * released and requeued with their remaining runtime, i.e. as if they
  * had checkpointed) and the job placed; the next job that does not fit
- * is then the head.
+ * is then the head. With opts.backfill the head also gets a reservation
+ * (reserve.h, from the running jobs' time limits) that later jobs must
+ * not delay (EASY backfill, as craterd).
  *
  * Utilisation is integrated exactly over the piecewise-constant
  * allocation: util = allocated resource-time / capacity-time.
@@ -60,13 +62,21 @@ typedef struct crater_replay_job {
     crater_request_t req; /* one replica; priority/preemptible are set by
                              crater_replay_job_class() */
     crater_replay_class_t cls;
-    uint32_t gpu_milli; /* GPU share the job asked for, in 1/1000 GPU
-                           (num_gpu x gpu_milli); for "requested"
-                           utilisation */
+    uint32_t gpu_milli;     /* GPU share the job asked for, in 1/1000 GPU
+                               (num_gpu x gpu_milli); for "requested"
+                               utilisation */
+    uint64_t time_limit_ms; /* the job's timeLimit; 0 = none (unbounded).
+                               A run is cut at it. */
 } crater_replay_job_t;
 
 typedef struct crater_replay_opts {
-    bool preempt;       /* plan preemptions for high-priority jobs */
+    bool preempt; /* plan preemptions for high-priority jobs */
+    /* EASY backfill (reserve.h): the first job of a pass that does not
+     * fit gets a reservation from the running jobs' time limits, and
+     * later jobs start only when they cannot delay it. Off: every job
+     * that fits starts (greedy, as kube-scheduler). With no job holding
+     * a time limit the two are the same. */
+    bool backfill;
     uint64_t sample_ms; /* utilisation sample interval; 0: 1/300 of the
                            arrival window */
     /* The nodes s was built from, for CPU and memory capacity (the core
@@ -106,6 +116,7 @@ typedef struct crater_replay_result {
     double util_gpu_alloc, util_gpu_req, util_cpu, util_mem;
     double util_gpu_alloc_all, util_gpu_req_all;
     crater_replay_stats_t cls[CRATER_REPLAY_NCLASS], all;
+    crater_replay_stats_t multi_gpu;      /* jobs asking for 2 or more GPUs */
     double *wait_s[CRATER_REPLAY_NCLASS]; /* sorted waits, seconds */
     size_t nwait[CRATER_REPLAY_NCLASS];
     crater_replay_sample_t *samples;

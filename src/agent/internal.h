@@ -53,6 +53,11 @@ typedef struct atask {
     bool killed;
     int64_t started_ms, ended_ms; /* this machine's clock */
     int64_t kill_at_ms; /* SIGKILL the cgroup at this time; 0 = none */
+    /* time limit (timelimit.c): stop at limit_at_boot_ms on the boot
+     * clock (CLOCK_BOOTTIME) with grace_ms; 0 = no limit */
+    uint64_t time_limit_ms, grace_ms;
+    int64_t limit_at_boot_ms;
+    bool limit_hit; /* stopped for its time limit (error says so) */
     /* reporting: events acknowledged by craterd */
     bool start_sent, exit_sent;
     /* logs (the log thread's): bytes shipped, size at exit, done */
@@ -150,6 +155,16 @@ bool taskstate_alive(pid_t pid, uint64_t start);
 uint64_t taskstate_start_of(pid_t pid);
 /* Remove t's record and default working directory. */
 void taskstate_remove(const atask_t *t);
+
+/* timelimit.c (callers hold a->mu) */
+int64_t timelimit_boot_ms(void);
+/* Start t's clock: its deadline is now + limit_ms on the boot clock. */
+void timelimit_arm(atask_t *t, uint64_t limit_ms, uint64_t grace_ms);
+/* Stop t (reason in t->error, record saved) once its deadline passed. */
+void timelimit_check(crater_agent_t *a, atask_t *t);
+/* Add t's limit to its task record / restore it from one. */
+int timelimit_save(const atask_t *t, json_t *record);
+void timelimit_load(atask_t *t, json_t *record);
 
 /* task.c (callers hold a->mu) */
 atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt);

@@ -265,6 +265,7 @@ static atask_t *task_new(crater_agent_t *a, const crater_proto_task_t *task)
     t->dir = path_printf("%s/tasks/%s.%u", a->data_dir, t->job, t->attempt);
     t->started_ms = agent_now_ms();
     t->state = AT_RUNNING;
+    timelimit_arm(t, task->time_limit_ms, task->grace_period_ms);
     task_requests(t, task);
     if (!t->job || !t->log_path[0] || !t->log_path[1] || !t->dir) {
         task_free(a, t);
@@ -687,6 +688,7 @@ void task_supervise(crater_agent_t *a, int64_t now)
         atask_t *t = a->tasks[i];
         if (t->state != AT_RUNNING || check_exit(a, t))
             continue;
+        timelimit_check(a, t);
         if (t->stop_requested && !t->term_sent && !t->killed)
             term(a, t);
         if (t->kill_at_ms && now >= t->kill_at_ms && !t->killed) {

@@ -5,7 +5,8 @@
  *   task.json  written by the agent once the task runs (tmp + rename):
  *              job, attempt, cgroup, pid of the task and of its shim with
  *              the shim's start time, start time, what the sampler and the
- *              GPU watchdog need;
+ *              GPU watchdog need, the time limit's deadline on the boot
+ *              clock and whether it was hit (timelimit.c);
  *   exit       written by the shim when the task ends (task.c): "<wait
  *              status> <end time ms>\n".
  * A new agent adopts every record at start (before its threads run): a
@@ -140,6 +141,10 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
                   t->workdir,
                   "watch",
                   t->watch);
+    if (v && timelimit_save(t, v) < 0) {
+        json_decref(v);
+        v = NULL;
+    }
     if (!v)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     snprintf(path, sizeof(path), "%s/task.json", t->dir);
@@ -206,6 +211,7 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
                  : "");
     t->workdir = dup_or_null(json_object_get(v, "workdir"));
     t->watch = json_is_true(json_object_get(v, "watch"));
+    timelimit_load(t, v);
     t->dir = strdup(dir);
     if (asprintf(&t->log_path[0],
                  "%s/logs/%s.%u.stdout",

@@ -392,6 +392,8 @@ static const char run_usage[] =
     "  --preemptible            the job may be preempted\n"
     "  --replicas N             replicas\n"
     "  --grace-period D         SIGTERM to SIGKILL time (30s)\n"
+    "  --time D                 time limit: stopped and failed after D "
+    "(timeLimit)\n"
     "  --gpu N                  GPUs per replica\n"
     "  --gpu-mem SIZE           per-GPU memory slice (20Gi)\n"
     "  --gpu-model M[,M...]     allowed GPU models (h100-sxm5-80gb,...)\n"

@@ -35,8 +35,9 @@ struct ropts {
     const char *plot;
     int policies[NPOL], npol;
     uint64_t sample_ms;
-    double load; /* 0: replay the trace's own times */
-    bool json, csv, no_preempt;
+    double load;   /* 0: replay the trace's own times */
+    double limits; /* --time-limits F: timeLimit = F x run time; 0 none */
+    bool json, csv, no_preempt, no_backfill;
 };
 
 /* One policy's run. */
@@ -230,6 +231,7 @@ static int run_policy(const struct ropts *o,
     const char *name = crater_replay_policy_name(pr->pol);
     crater_replay_opts_t ro = {
         .preempt = pr->pol == CRATER_REPLAY_CRATER && !o->no_preempt,
+        .backfill = !o->no_backfill,
         .sample_ms = o->sample_ms,
         .progress = isatty(2) ? progress : NULL,
         .cluster = in->cl,
@@ -241,6 +243,9 @@ static int run_policy(const struct ropts *o,
     int rc = make_jobs(in, s, pr, &jobs, &n, err);
     if (rc == 0)
         rc = set_load(o, s, pr, jobs, n, err);
+    for (size_t i = 0; rc == 0 && o->limits > 0 && i < n; i++)
+        jobs[i].time_limit_ms =
+            (uint64_t)((double)jobs[i].runtime_ms * o->limits);
     pr->build_s = now_s() - t0;
     if (rc == 0) {
         t0 = now_s();
@@ -283,10 +288,27 @@ static void print_table(const struct prun *pr, int n)
     }
 }
 
+/* Row k of the per-class tables: the classes, "all", then "multi-gpu"
+ * (jobs asking for 2 or more GPUs, whatever their class). */
+static const crater_replay_stats_t *stats_of(const crater_replay_result_t *r,
+                                             int k)
+{
+    if (k < CRATER_REPLAY_NCLASS)
+        return &r->cls[k];
+    return k == CRATER_REPLAY_NCLASS ? &r->all : &r->multi_gpu;
+}
+
+static const char *stats_name(int k)
+{
+    if (k < CRATER_REPLAY_NCLASS)
+        return crater_replay_class_name((crater_replay_class_t)k);
+    return k == CRATER_REPLAY_NCLASS ? "all" : "multi-gpu";
+}
+
 static void print_classes(const struct prun *pr, int n)
 {
     printf("\nqueueing delay (s) and completion time (s) per priority:\n");
-    printf("%-12s %-7s %7s %10s %10s %10s %10s\n",
+    printf("%-12s %-9s %5s %10s %10s %10s %10s\n",
            "policy",
            "class",
            "jobs",
@@ -295,16 +317,13 @@ static void print_classes(const struct prun *pr, int n)
            "jct p50",
            "jct p99");
     for (int i = 0; i < n; i++)
-        for (int k = 0; k <= CRATER_REPLAY_NCLASS; k++) {
-            const crater_replay_stats_t *s =
-                k < CRATER_REPLAY_NCLASS ? &pr[i].res.cls[k] : &pr[i].res.all;
+        for (int k = 0; k <= CRATER_REPLAY_NCLASS + 1; k++) {
+            const crater_replay_stats_t *s = stats_of(&pr[i].res, k);
             if (!s->jobs)
                 continue;
-            printf("%-12s %-7s %7zu %10.0f %10.0f %10.0f %10.0f\n",
+            printf("%-12s %-9s %5zu %10.0f %10.0f %10.0f %10.0f\n",
                    crater_replay_policy_name(pr[i].pol),
-                   k < CRATER_REPLAY_NCLASS
-                       ? crater_replay_class_name((crater_replay_class_t)k)
-                       : "all",
+                   stats_name(k),
                    s->jobs,
                    s->wait_p50,
                    s->wait_p99,
@@ -338,15 +357,12 @@ static void print_csv(const struct prun *pr, int n)
     printf("policy,class,jobs,started,completed,wait_p50_s,wait_p99_s,"
            "jct_p50_s,jct_p99_s,util_gpu_alloc,util_gpu_req,preemptions\n");
     for (int i = 0; i < n; i++)
-        for (int k = 0; k <= CRATER_REPLAY_NCLASS; k++) {
+        for (int k = 0; k <= CRATER_REPLAY_NCLASS + 1; k++) {
             const crater_replay_result_t *r = &pr[i].res;
-            const crater_replay_stats_t *s =
-                k < CRATER_REPLAY_NCLASS ? &r->cls[k] : &r->all;
+            const crater_replay_stats_t *s = stats_of(r, k);
             printf("%s,%s,%zu,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%zu\n",
                    crater_replay_policy_name(pr[i].pol),
-                   k < CRATER_REPLAY_NCLASS
-                       ? crater_replay_class_name((crater_replay_class_t)k)
-                       : "all",
+                   stats_name(k),
                    s->jobs,
                    s->started,
                    s->completed,
@@ -590,6 +606,7 @@ static void usage(FILE *fp)
             "                         [--policy k8s-default|crater|both]\n"
             "                         [--load L] [--sample DURATION] "
             "[--no-preempt]\n"
+            "                         [--time-limits F] [--no-backfill]\n"
             "                         [--json|--csv] [--plot DIR]\n"
             "       crater sim synthetic SPEC [same options]\n"
             "SPEC: nodes=N,jobs=M[,mix=openb|builtin][,seed=S][,load=0.9]"
@@ -645,6 +662,24 @@ static int parse_load(const char *v, struct ropts *o)
     return 0;
 }
 
+/* --time-limits F: every job's timeLimit is F x its run time (F >= 1: a
+ * user's estimate that is never too short). */
+static int parse_limits(const char *v, struct ropts *o)
+{
+    char *end;
+    double x = strtod(v, &end);
+
+    if (end == v || *end || !(x >= 1) || x > 1000) {
+        fprintf(stderr,
+                "crater: --time-limits: '%s' is not a factor from 1 to "
+                "1000\n",
+                v);
+        return -1;
+    }
+    o->limits = x;
+    return 0;
+}
+
 static const struct option long_opts[] = {
     {"trace", required_argument, NULL, 't'},
     {"pods", required_argument, NULL, 'p'},
@@ -659,6 +694,8 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, 'j'},
     {"csv", no_argument, NULL, 'c'},
     {"no-preempt", no_argument, NULL, 'N'},
+    {"time-limits", required_argument, NULL, 'T'},
+    {"no-backfill", no_argument, NULL, 'B'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -696,6 +733,13 @@ static int set_opt(int c, struct ropts *o)
         break;
     case 'N':
         o->no_preempt = true;
+        break;
+    case 'B':
+        o->no_backfill = true;
+        break;
+    case 'T':
+        if (parse_limits(optarg, o) < 0)
+            return CLI_EXIT_USAGE;
         break;
     case 'P':
         if (parse_policy(optarg, o) < 0)

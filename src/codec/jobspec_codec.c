@@ -931,6 +931,23 @@ static int f_grace(crater_dec_t *d, json_t *v, void *obj)
     return dec_ms(d, v, &SPEC(obj)->grace_period_ms);
 }
 
+/* timeLimit: a duration of 1s to 366d; absent = no limit. */
+static int f_time_limit(crater_dec_t *d, json_t *v, void *obj)
+{
+    uint64_t ms;
+
+    if (dec_ms(d, v, &ms) < 0)
+        return -1;
+    if (ms < CRATER_JOB_MIN_TIME_LIMIT_MS || ms > CRATER_JOB_MAX_TIME_LIMIT_MS)
+        return crater_dec_fail(d,
+                               CRATER_ERANGE,
+                               "must be between 1s and 366d (omit it for "
+                               "no limit), got %" PRIu64 "ms",
+                               ms);
+    SPEC(obj)->time_limit_ms = ms;
+    return 0;
+}
+
 static int f_multiplier(crater_dec_t *d, json_t *v, void *obj)
 {
     return crater_dec_double(d,
@@ -1079,6 +1096,7 @@ static const crater_dec_field_t job_fields[] = {
     {"priorityClass", f_priority_class, 0},
     {"preemptible", f_preemptible, 0},
     {"gracePeriod", f_grace, 0},
+    {"timeLimit", f_time_limit, 0},
     {"resources", f_resources, 0},
     {"cpuLimitMultiplier", f_multiplier, 0},
     {"cpuBurst", f_burst, 0},
@@ -1322,6 +1340,8 @@ static int enc_identity(json_t *o, const crater_jobspec_t *s)
     rc |= put_str(o, "priorityClass", s->priority_class);
     rc |= put(o, "preemptible", json_boolean(s->preemptible));
     rc |= put(o, "gracePeriod", j_ms(s->grace_period_ms));
+    if (s->time_limit_ms)
+        rc |= put(o, "timeLimit", j_ms(s->time_limit_ms));
     return rc;
 }
 

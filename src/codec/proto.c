@@ -552,6 +552,11 @@ static int f_task_grace(crater_dec_t *d, json_t *v, void *obj)
     return dec_u64(d, v, &TASK(obj)->grace_period_ms);
 }
 
+static int f_task_time_limit(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &TASK(obj)->time_limit_ms);
+}
+
 static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_logs(d, v, &TASK(obj)->has_logs, TASK(obj)->logs);
@@ -568,6 +573,7 @@ static const crater_dec_field_t task_fields[] = {
     {"placement", f_task_placement, CRATER_FIELD_REQUIRED},
     {"limits", f_task_limits, CRATER_FIELD_REQUIRED},
     {"gracePeriod_ms", f_task_grace, CRATER_FIELD_REQUIRED},
+    {"timeLimit_ms", f_task_time_limit, 0},
     {"logs", f_task_logs, 0},
     {NULL, NULL, 0},
 };
@@ -655,6 +661,14 @@ json_t *crater_proto_task_encode(const crater_proto_task_t *t)
                   limits_encode(&t->limits),
                   "gracePeriod_ms",
                   (json_int_t)t->grace_period_ms);
+    if (o && t->time_limit_ms
+        && json_object_set_new(o,
+                               "timeLimit_ms",
+                               json_integer((json_int_t)t->time_limit_ms))
+               < 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && t->has_logs
         && json_object_set_new(o, "logs", logs_encode(t->logs)) < 0) {
         json_decref(o);

@@ -385,7 +385,7 @@ static void job_exited_at(crater_daemon_t *d,
                          at);
         return;
     }
-    if (why && *why) /* could not start, or killed by the GPU watchdog */
+    if (why && *why) /* could not start, time limit, GPU watchdog */
         snprintf(reason, sizeof(reason), "%s", why);
     else if (ev->oom)
         snprintf(reason,
@@ -395,9 +395,12 @@ static void job_exited_at(crater_daemon_t *d,
         snprintf(reason, sizeof(reason), "killed by signal %d", ev->signal);
     else
         snprintf(reason, sizeof(reason), "exit code %d", ev->exit_code);
+    /* a reason from the agent (time limit, watchdog, could not start)
+     * fails the job even when the task caught SIGTERM and exited 0 */
     job_set_state_at(d,
                      j,
                      ev->exit_code == 0 && !ev->signal && !ev->oom
+                             && !(why && *why)
                          ? JS_SUCCEEDED
                          : JS_FAILED,
                      reason,

@@ -32,6 +32,7 @@
 #include "crater/metrics.h"
 #include "crater/profile.h"
 #include "crater/queue.h"
+#include "crater/reserve.h"
 #include "crater/sched.h"
 #include "crater/store.h"
 #include "daemon/daemon.h"
@@ -229,6 +230,11 @@ struct crater_daemon {
      * is not considered again until it changes; new submissions are
      * considered once, on their own (fresh). */
     uint64_t epoch, full_pass_epoch;
+    /* backfill.c: the queue head's reservation (EASY), made by the first
+     * job of a pass that fits nowhere, kept until capacity comes back */
+    bool resv_ok;
+    int32_t resv_prio;
+    crater_reservation_t resv;
     bool util_dirty;
     int64_t recheck_ms; /* a full pass then (loop.c), 0 none */
     uint64_t *fresh;
@@ -366,6 +372,20 @@ void node_order_stop(crater_daemon_t *d,
                      uint32_t attempt,
                      uint64_t grace_ms,
                      const char *reason);
+
+/* ---- backfill.c (under d->mu) -------------------------------------------- */
+/* Forget the reservation: capacity came back (a full pass starts). */
+void backfill_reset(crater_daemon_t *d);
+/* Place j now, without delaying the reserved head when j is behind it:
+ * 0 placed (*pl), 1 it would delay the head (err says so), -1 it fits
+ * nowhere (err from the core). */
+int backfill_place(crater_daemon_t *d,
+                   djob_t *j,
+                   crater_placement_t *pl,
+                   crater_error_t *err);
+/* j fits nowhere and has no preemption plan: make it the head and reserve
+ * its start from the running jobs' time limits (scheduler.backfill). */
+void backfill_reserve(crater_daemon_t *d, djob_t *j);
 
 /* ---- loop.c ---------------------------------------------------------------
  */

@@ -300,6 +300,16 @@ static json_t *ms_or_null(int64_t ms)
     return ms ? json_integer(ms) : json_null();
 }
 
+/* The reason of the job's last recorded change (borrowed; JSON null
+ * when there is none). */
+static json_t *final_reason(const djob_t *j)
+{
+    json_t *last = json_array_get(j->history, json_array_size(j->history) - 1);
+    json_t *r = json_object_get(last, "reason");
+
+    return json_is_string(r) ? r : json_null();
+}
+
 json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:o, s:o, s:i, "
@@ -374,6 +384,8 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
         json_object_set_new(o, "placement", placement_json(d, &j->pl));
     if (j->last_reason && j->state == JS_PENDING)
         json_object_set_new(o, "reason", json_string(j->last_reason));
+    else if (job_state_final(j->state)) /* why it ended (time limit ...) */
+        json_object_set(o, "reason", final_reason(j));
     if (full) {
         json_object_set(o, "spec", j->spec_json);
         json_object_set(o, "history", j->history);
@@ -727,6 +739,7 @@ int queue_push_job(crater_daemon_t *d, djob_t *j)
     e.hard_deadline = j->spec->deadline_ms
                       && j->spec->deadline_policy == CRATER_DEADLINE_HARD;
     e.submit_ms = (uint64_t)j->submitted_ms;
+    e.est_runtime_ms = j->spec->time_limit_ms; /* 0: unbounded */
     e.demand[CRATER_QDIM_GPU] = gpus;
     e.demand[CRATER_QDIM_CPU] = (double)r->cpu_milli;
     e.demand[CRATER_QDIM_MEM] = (double)r->memory_bytes;

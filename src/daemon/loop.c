@@ -365,14 +365,18 @@ static void schedule_one(crater_daemon_t *d, djob_t *j)
     double t0 = mono_s(), lat;
     int rc;
 
-    rc = crater_sched_place(d->sched, &j->req, &pl, &err);
+    rc = backfill_place(d, j, &pl, &err); /* EASY: backfill.c */
     lat = mono_s() - t0;
     crater_metric_observe(d->m_lat, NULL, lat);
     d->decisions++;
     if (rc == 0)
         bind_job(d, j, &pl, lat);
-    else if (!try_preempt(d, j, &perr))
+    else if (rc > 0) /* fits, but would delay the reserved head */
+        unschedulable(d, j, &err);
+    else if (!try_preempt(d, j, &perr)) {
+        backfill_reserve(d, j);
         unschedulable(d, j, with_plan(&err, &perr));
+    }
 }
 
 /* The job named name in tenant, latest submission first. */
@@ -518,6 +522,7 @@ static void full_pass(crater_daemon_t *d, uint64_t *ids, size_t n)
     if (rc < 0)
         return;
     d->full_pass_epoch = d->epoch;
+    backfill_reset(d);
     for (size_t i = 0; i < n; i++) {
         djob_t *j = job_find(d, ids[i]);
         if (j && j->state == JS_PENDING && !j->waiting_for) {

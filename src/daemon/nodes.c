@@ -592,6 +592,7 @@ int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
         .gpu_isolation = s->resources.gpu.isolation,
     };
     t->grace_period_ms = s->grace_period_ms;
+    t->time_limit_ms = s->time_limit_ms;
     if (tenant_uid(d, j->tenant, &t->uid, &err) < 0) {
         crater_log(LOG_ERR, "job %s: %s", id, err.text);
         crater_proto_task_clear(t);

@@ -318,6 +318,7 @@ static const struct run_opt run_opts[] = {
     {"--preemptible", "preemptible", K_FLAG, 0},
     {"--replicas", "replicas", K_UINT, 0},
     {"--grace-period", "gracePeriod", K_QTY, CRATER_DIM_DURATION},
+    {"--time", "timeLimit", K_QTY, CRATER_DIM_DURATION},
     {"--gpu", "resources.gpu.count", K_UINT, 0},
     {"--gpu-mem", "resources.gpu.memory", K_QTY, CRATER_DIM_BYTES},
     {"--gpu-model", "resources.gpu.model", K_LIST, 0},
@@ -1554,6 +1555,17 @@ static void exit_field(FILE *fp, const json_t *ex)
     field(fp, "Exit:", buf);
 }
 
+/* The spec's timeLimit ("7200000ms") as "2h". */
+static const char *time_limit_text(const json_t *spec, char *buf, size_t n)
+{
+    const char *t = json_string_value(json_object_get(spec, "timeLimit"));
+    uint64_t ns;
+
+    if (crater_parse_duration_ns(t, &ns, NULL) < 0)
+        return t;
+    return crater_format_quantity(ns, CRATER_DIM_DURATION, buf, n);
+}
+
 int cli_print_job_describe(FILE *fp,
                            const json_t *job,
                            const json_t *explain,
@@ -1580,6 +1592,8 @@ int cli_print_job_describe(FILE *fp,
     time_field(fp, "Finished:", json_object_get(job, "finished_ms"), now_ms);
     command_field(fp, spec);
     resources_field(fp, spec);
+    if (json_is_string(json_object_get(spec, "timeLimit")))
+        field(fp, "Time limit:", time_limit_text(spec, buf, sizeof(buf)));
     rc = placement_block(fp, json_object_get(job, "placement"));
     exit_field(fp, json_object_get(job, "exit"));
     if (rc == 0)

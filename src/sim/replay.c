@@ -28,11 +28,13 @@
 #include <string.h>
 
 #include "crater/queue.h"
+#include "crater/reserve.h"
 
 #define MIB (1024.0 * 1024.0)
 #define MEMO_SLOTS 16384u
 #define MEMO_FILL 8192u
 #define PROGRESS_EVERY 4096u
+#define MULTI_GPU (CRATER_REPLAY_NCLASS + 1) /* collect(): 2+ GPU jobs */
 
 enum {
     DIM_GALLOC,
@@ -59,7 +61,10 @@ struct jstate {
     uint64_t start_ms, first_start_ms, remaining_ms, done_ms;
     uint64_t cpu, mem;
     double galloc;
+    uint64_t exp_end; /* expected end of the current run (time limit);
+                         UINT64_MAX: none */
     uint32_t gen;
+    uint32_t rpos;  /* position in run.running while running */
     uint32_t khash; /* hash of the request's memo key, computed once */
     uint8_t st;
 };
@@ -104,6 +109,15 @@ struct run {
     uint32_t stamp, memo_fill;
     bool head_failed; /* a job of this pass did not fit: later ones are
                          not the head and get no preemption plan */
+    /* backfill: the running jobs (for their expected ends) and the head's
+     * reservation, made by the first job that does not fit after a
+     * release and kept until the next release */
+    uint32_t *running;
+    size_t nrunning;
+    crater_task_end_t *ends;
+    bool resv_ok;
+    int32_t resv_prio;
+    crater_reservation_t resv;
     uint64_t now;
     double cur[NDIM], cap[NDIM];
     double area_win[NDIM], area_all[NDIM], bucket[NDIM];
@@ -423,6 +437,37 @@ static void level(struct run *r, uint32_t j, double sign)
     r->cur[DIM_MEM] += sign * (double)st->mem;
 }
 
+/* The time limit left to job j's next run: its limit less what it ran
+ * before a preemption (runs resume, as if checkpointed). */
+static uint64_t limit_left(const struct run *r, uint32_t j)
+{
+    uint64_t lim = r->jobs[j].time_limit_ms, rt = r->jobs[j].runtime_ms;
+    uint64_t done;
+
+    if (!lim)
+        return 0;
+    rt = rt < lim ? rt : lim; /* a run is cut at its limit */
+    done = rt > r->st[j].remaining_ms ? rt - r->st[j].remaining_ms : 0;
+    return lim > done ? lim - done : 1;
+}
+
+static void running_add(struct run *r, uint32_t j)
+{
+    uint64_t left = limit_left(r, j);
+
+    r->st[j].exp_end = left ? r->now + left : UINT64_MAX;
+    r->st[j].rpos = (uint32_t)r->nrunning;
+    r->running[r->nrunning++] = j;
+}
+
+static void running_remove(struct run *r, uint32_t j)
+{
+    uint32_t last = r->running[--r->nrunning], pos = r->st[j].rpos;
+
+    r->running[pos] = last;
+    r->st[last].rpos = pos;
+}
+
 static int start(struct run *r, uint32_t j, const crater_placement_t *p)
 {
     struct jstate *st = &r->st[j];
@@ -439,6 +484,7 @@ static int start(struct run *r, uint32_t j, const crater_placement_t *p)
     st->cpu = p->cpu_milli;
     st->mem = p->mem_bytes;
     level(r, j, 1.0);
+    running_add(r, j);
     return heap_push(r, (struct dep){r->now + st->remaining_ms, j, ++st->gen});
 }
 
@@ -467,6 +513,7 @@ static int evict(struct run *r, uint32_t j)
     if (crater_sched_release(r->s, j + 1ull, r->err) < 0)
         return -1;
     level(r, j, -1.0);
+    running_remove(r, j);
     st->remaining_ms = st->remaining_ms > ran ? st->remaining_ms - ran : 1;
     st->gen++; /* its departure in the heap is now stale */
     r->res->preemptions++;
@@ -483,21 +530,74 @@ static int execute_plan(struct run *r,
     return start(r, j, &plan->placement);
 }
 
+/* The head j did not fit: reserve its start from the running jobs'
+ * expected ends (none when it cannot fit even after all of them). */
+static int reserve_head(struct run *r, uint32_t j)
+{
+    size_t n = 0;
+    crater_error_t e;
+
+    for (size_t i = 0; i < r->nrunning; i++) {
+        uint32_t k = r->running[i];
+        if (r->st[k].exp_end != UINT64_MAX)
+            r->ends[n++] = (crater_task_end_t){k + 1ull, r->st[k].exp_end};
+    }
+    r->resv_ok =
+        crater_sched_reserve(r->s, &r->jobs[j].req, r->ends, n, &r->resv, &e)
+        == 0;
+    if (!r->resv_ok && e.errnum != CRATER_EUNSCHED)
+        return crater_errorf(r->err, e.errnum, "%s", e.text);
+    r->resv.head = j + 1ull;
+    r->resv_prio = r->jobs[j].req.priority;
+    return 0;
+}
+
+/* Place j now: behind a reserved head (a job of its priority or lower
+ * while r->resv_ok) only where it cannot delay the head (reserve.h).
+ * 0 placed (*p), 1 refused for the head's sake, -1 does not fit. */
+static int place_now(struct run *r, uint32_t j, crater_placement_t *p)
+{
+    const crater_replay_job_t *job = &r->jobs[j];
+    crater_backfill_verdict_t v;
+
+    r->res->place_calls++;
+    if (!r->resv_ok || job->req.priority > r->resv_prio)
+        return crater_sched_place(r->s, &job->req, p, NULL);
+    return crater_sched_place_backfill(r->s,
+                                       &job->req,
+                                       r->now,
+                                       limit_left(r, j),
+                                       &r->resv,
+                                       p,
+                                       &v,
+                                       NULL);
+}
+
 /* Try to start job j. Returns 1 when a preemption freed capacity, 0 when
- * the job started or does not fit, -1 on error. */
+ * the job started or does not fit, -1 on error. A shape refused for the
+ * head's sake is remembered for the pass (the extra only shrinks) unless
+ * the job could end before the shadow time, which another job of its
+ * shape may not. */
 static int try_job(struct run *r, uint32_t j)
 {
     const crater_replay_job_t *job = &r->jobs[j];
+    uint64_t lim = limit_left(r, j);
+    bool early = r->resv_ok && lim && r->now + lim <= r->resv.w.shadow_ms;
     crater_placement_t p;
     crater_preempt_plan_t plan;
+    int rc;
 
-    if (memo_failed(r, j))
+    if (memo_failed(r, j) && !early)
         return 0;
-    r->res->place_calls++;
     /* no error object: only EUNSCHED is possible, and the core skips
      * the explanation it would otherwise build for it */
-    if (crater_sched_place(r->s, &job->req, &p, NULL) == 0)
+    if ((rc = place_now(r, j, &p)) == 0)
         return start(r, j, &p);
+    if (rc > 0) {
+        if (!early)
+            memo_add(r, j);
+        return 0;
+    }
     if (r->o.preempt && job->cls == CRATER_REPLAY_HIGH && !r->head_failed) {
         r->res->plan_calls++;
         if (crater_sched_plan_preemption(r->s, &job->req, &plan, r->err) == 0)
@@ -506,7 +606,10 @@ static int try_job(struct run *r, uint32_t j)
             return -1;
     }
     r->head_failed = true;
-    memo_add(r, j);
+    if (!early)
+        memo_add(r, j);
+    if (r->o.backfill && !r->resv_ok)
+        return reserve_head(r, j);
     return 0;
 }
 
@@ -544,6 +647,7 @@ static int try_list(struct run *r,
             preempted = 1;
             memo_reset(r); /* capacity was freed */
             r->head_failed = false;
+            r->resv_ok = false;
         }
     }
     return preempted;
@@ -551,6 +655,7 @@ static int try_list(struct run *r,
 
 static int full_pass(struct run *r)
 {
+    r->resv_ok = false; /* capacity came back: a new head, a new shadow */
     if (r->dirty) {
         r->norder = crater_queue_count(r->q);
         if (crater_queue_order(r->q, r->now, NULL, r->order, r->err) < 0)
@@ -600,6 +705,7 @@ static int process_event(struct run *r, uint64_t t)
         if (crater_sched_release(r->s, d.j + 1ull, r->err) < 0)
             return -1;
         level(r, d.j, -1.0);
+        running_remove(r, d.j);
         st->st = ST_DONE;
         st->done_ms = t;
         r->res->completed++;
@@ -698,9 +804,11 @@ static int run_init(struct run *r)
     r->order = malloc(n * sizeof(*r->order));
     r->fresh = malloc(n * sizeof(*r->fresh));
     r->memo = calloc(MEMO_SLOTS, sizeof(*r->memo));
+    r->running = malloc(n * sizeof(*r->running));
+    r->ends = malloc(n * sizeof(*r->ends));
     r->q = crater_queue_create();
     if (!r->st || !r->arr || !r->heap || !r->order || !r->fresh || !r->memo
-        || !r->q)
+        || !r->running || !r->ends || !r->q)
         return crater_errorf(r->err, CRATER_ENOMEM, "out of memory");
     for (size_t i = 0; i < r->n; i++) {
         if (r->jobs[i].runtime_ms == 0)
@@ -710,6 +818,9 @@ static int run_init(struct run *r)
                                        "job %zu has runtime 0",
                                        i);
         r->st[i].remaining_ms = r->jobs[i].runtime_ms;
+        if (r->jobs[i].time_limit_ms
+            && r->jobs[i].time_limit_ms < r->jobs[i].runtime_ms)
+            r->st[i].remaining_ms = r->jobs[i].time_limit_ms; /* cut */
         struct memo_key k = memo_key_of(&r->jobs[i].req);
         r->st[i].khash = memo_hash(&k);
         r->st[i].first_start_ms = UINT64_MAX;
@@ -725,6 +836,8 @@ static void run_free(struct run *r)
     free(r->order);
     free(r->fresh);
     free(r->memo);
+    free(r->running);
+    free(r->ends);
     crater_queue_destroy(r->q);
 }
 
@@ -779,7 +892,9 @@ static void collect(const struct run *r,
     for (size_t i = 0; i < r->n; i++) {
         const struct jstate *st = &r->st[i];
         uint64_t sub = r->jobs[i].submit_ms;
-        if (cls != CRATER_REPLAY_NCLASS && (int)r->jobs[i].cls != cls)
+        if (cls < CRATER_REPLAY_NCLASS && (int)r->jobs[i].cls != cls)
+            continue;
+        if (cls == MULTI_GPU && r->jobs[i].req.gpus < 2)
             continue;
         (*njobs)++;
         if (st->first_start_ms != UINT64_MAX)
@@ -816,6 +931,8 @@ static int stats(struct run *r)
             res->nwait[k] = nw;
         }
     }
+    collect(r, MULTI_GPU, all, &nw, c, &nc, &res->multi_gpu.jobs);
+    fill_stats(&res->multi_gpu, all, nw, c, nc);
     free(c);
     free(all);
     return 0;
@@ -1037,6 +1154,8 @@ json_t *crater_replay_result_json(const crater_replay_result_t *r,
                   stats_json(&r->all),
                   "classes",
                   cls);
+    if (o)
+        json_object_set_new(o, "multi_gpu", stats_json(&r->multi_gpu));
     if (o && with_samples)
         json_object_set_new(o, "samples", samples_json(r));
     return o;

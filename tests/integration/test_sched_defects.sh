@@ -90,7 +90,8 @@ api GET "/api/v1/jobs/$s3" "$admin"
 expect "watermark: the newest overcommitted task is stopped, with a reason" 200 \
     '.state == "preempting" and ([.history[].reason] | map(select(. != null and test("safetyWatermark"))) | length > 0)'
 api GET "/api/v1/jobs/$s1" "$admin"; expect "the older task stays" 200 '.state == "running"'
-grep -q "\"decision\":\"watermark\",\"job\":$s3" "$tmp/data/decisions.log" && ok || bad "watermark decision logged"
+# (the decision log is flushed by the scheduler thread: wait for it)
+until_ 10 'grep -q "\"decision\":\"watermark\",\"job\":$s3" "$tmp/data/decisions.log"' && ok || bad "watermark decision logged"
 
 # ---- 2. preemption --------------------------------------------------------------
 printf 'scheduler:\n  preemptionMinRuntime: 3s\n' >"$tmp/pre.yaml"
@@ -100,15 +101,14 @@ submit low "priority: -50" "preemptible: true" "$whole"; low=$id
 until_ 5 'api GET "/api/v1/jobs/$low" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "low bound"
 started "$low"
 submit h1 "priorityClass: high" "preemptible: true" "$whole"; h1=$id
-sleep 0.5
-api GET "/api/v1/jobs/$h1" "$admin"
+until_ 10 'api GET "/api/v1/jobs/$h1" "$admin"; jq -e ".history[-1].reason | test(\"preemptionMinRuntime\")" "$tmp/body" >/dev/null' || true
 expect "a victim younger than preemptionMinRuntime is protected" 200 \
     '.state == "pending" and (.history[-1].reason | test("preemptionMinRuntime"))'
 api GET "/api/v1/jobs/$low" "$admin"; expect "low still running" 200 '.state == "running"'
 until_ 10 'api GET "/api/v1/jobs/$low" "$admin"; [ "$(field .state)" = preempting ]' && ok || bad "low preempted once it ran 3 s"
 submit h2 "priorityClass: high" "$whole"; h2=$id
-for i in 1 2 3 4 5; do heartbeat 0 >/dev/null; sleep 0.2; done # full passes
-api GET "/api/v1/jobs/$h2" "$admin"
+# heartbeats make full passes; wait for h2's verdict
+until_ 10 'heartbeat 0 >/dev/null; api GET "/api/v1/jobs/$h2" "$admin"; jq -e ".history[-1].reason | test(\"already being preempted\")" "$tmp/body" >/dev/null' || true
 expect "a plan over a victim already stopping waits, says so" 200 \
     ".state == \"pending\" and (.history[-1].reason | test(\"already being preempted\"))"
 n=$(grep -c '"decision":"preempting"' "$tmp/data/decisions.log")
@@ -117,8 +117,7 @@ printf '{"events":[{"job":"%s","attempt":1,"event":"exited","exit_code":0,"signa
 api POST "/api/v1/agents/$node/events" "$agent" "$tmp/e"
 until_ 5 'api GET "/api/v1/jobs/$h1" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "h1 bound"
 started "$h1"
-for i in 1 2 3; do heartbeat 0 >/dev/null; sleep 0.2; done
-api GET "/api/v1/jobs/$h2" "$admin"
+until_ 10 'heartbeat 0 >/dev/null; api GET "/api/v1/jobs/$h2" "$admin"; jq -e ".history[-1].reason | test(\"may be preempted\")" "$tmp/body" >/dev/null' || true
 expect "equal priority: the reason says why no preemption" 200 \
     '.state == "pending" and (.history[-1].reason | test("may be preempted \\(1 at priority"))'
 

@@ -223,6 +223,7 @@ static const char *spec_diff(const crater_jobspec_t *a,
     DIFF(str_eq(a->priority_class, b->priority_class), "priorityClass");
     DIFF(a->preemptible == b->preemptible, "preemptible");
     DIFF(a->grace_period_ms == b->grace_period_ms, "gracePeriod");
+    DIFF(a->time_limit_ms == b->time_limit_ms, "timeLimit");
     DIFF(!(r = res_diff(&a->resources, &b->resources)), r);
     DIFF(a->cpu_limit_multiplier == b->cpu_limit_multiplier, "cpuLimitMult");
     DIFF(a->cpu_burst == b->cpu_burst, "cpuBurst");
@@ -806,6 +807,49 @@ START_TEST(test_gpu_forms)
                  CRATER_EINVAL,
                  "t.yaml:1:19: resources.gpu.nvlink: 'always' is not one "
                  "of: any, preferred, required");
+}
+END_TEST
+
+/* Issue 13: timeLimit is a duration of 1s to 366d; absent means none;
+ * the normalised spec carries it only when set. */
+START_TEST(test_time_limit)
+{
+    crater_jobspec_t *s;
+    json_t *enc;
+
+    s = decode_ok("timeLimit: 2h");
+    ck_assert_uint_eq(s->time_limit_ms, 7200000);
+    enc = crater_jobspec_encode(s);
+    ck_assert_str_eq(json_string_value(json_object_get(enc, "timeLimit")),
+                     "7200000ms");
+    json_decref(enc);
+    check_round_trip(s);
+    crater_jobspec_destroy(s);
+    s = decode_ok("timeLimit: 90"); /* bare = seconds */
+    ck_assert_uint_eq(s->time_limit_ms, 90000);
+    crater_jobspec_destroy(s);
+    s = decode_ok("name: x");
+    ck_assert_uint_eq(s->time_limit_ms, 0);
+    enc = crater_jobspec_encode(s);
+    ck_assert_ptr_null(json_object_get(enc, "timeLimit"));
+    json_decref(enc);
+    crater_jobspec_destroy(s);
+    decode_fails("timeLimit: 500ms",
+                 CRATER_ERANGE,
+                 "t.yaml:1:1: timeLimit: must be between 1s and 366d (omit "
+                 "it for no limit), got 500ms");
+    decode_fails("timeLimit: 0",
+                 CRATER_ERANGE,
+                 "t.yaml:1:1: timeLimit: must be between 1s and 366d (omit "
+                 "it for no limit), got 0ms");
+    decode_fails("timeLimit: 400d",
+                 CRATER_ERANGE,
+                 "t.yaml:1:1: timeLimit: must be between 1s and 366d (omit "
+                 "it for no limit), got 34560000000ms");
+    decode_fails("timeLimit: -1h",
+                 CRATER_EUNIT,
+                 "t.yaml:1:1: timeLimit: '-1h': a duration cannot be "
+                 "negative");
 }
 END_TEST
 
@@ -1664,6 +1708,7 @@ static Suite *jobspec_suite(void)
     tcase_add_test(tc, test_sizes_need_units);
     tcase_add_test(tc, test_gpu_forms);
     tcase_add_test(tc, test_deadline);
+    tcase_add_test(tc, test_time_limit);
     tcase_add_test(tc, test_command_and_env);
     tcase_add_test(tc, test_names_and_enums);
     tcase_add_test(tc, test_sections);
