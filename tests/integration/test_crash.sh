@@ -248,7 +248,7 @@ tok=$(cat "$tmp/admin/admin.token")
 for n in $(seq 0 7); do
     atok=$(curl -s -H "Authorization: Bearer $tok" -d "{\"role\": \"agent\", \"node\": \"n$n\"}" \
         "$url/api/v1/tokens" | jq -r .token)
-    jq --arg n "n$n" '{version: "0.1.0", protocol: 2, tasks: [], node: (.nodes = [.nodes[0] | .name = $n])}' \
+    jq --arg n "n$n" '{version: "0.1.0", protocol: 4, tasks: [], node: (.nodes = [.nodes[0] | .name = $n])}' \
         "$tmp/hw.json" >"$tmp/reg.json"
     [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $atok" \
         --data-binary @"$tmp/reg.json" "$url/api/v1/agents/n$n/register")" = 200 ] || fail "n$n did not register"

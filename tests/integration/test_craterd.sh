@@ -163,8 +163,8 @@ api GET "/api/v1/jobs?limit=2&tenant=default&after=$n2" "$admin"; expect "page 3
     | jq '{version: "0.1.0", node: .}' >"$tmp/r1"
 api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r1"
 expect "register without a protocol version" 400 '.field == "protocol" and (.error | test("protocol 1"))'
-jq '. + {protocol: 3, tasks: []}' "$tmp/r1" >"$tmp/r"
-api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\" and .protocol == 3"
+jq '. + {protocol: 4, tasks: []}' "$tmp/r1" >"$tmp/r"
+api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"; expect register 200 ".node == \"$node\" and .protocol == 4"
 seq=$(field .seq)
 api POST "/api/v1/agents/$node/heartbeat" "$agent" <(echo '{"tasks": []}'); expect heartbeat 200
 api GET "/api/v1/nodes/$node" "$admin"; expect "node ready" 200 '.state == "Ready"'
@@ -323,7 +323,7 @@ api POST "/api/v1/agents/$node/register" "$agent" "$tmp/r"
 api GET "/api/v1/nodes/$node" "$admin"; expect "the flag clears when the agent agrees again" 200 '.hardware_change == null'
 
 # ---- attacks on the agent protocol: another node's agent forges a log --------------
-jq '.node.nodes[0].name = "other-node" | . + {protocol: 3, tasks: []}' "$tmp/r1" >"$tmp/ro"
+jq '.node.nodes[0].name = "other-node" | . + {protocol: 4, tasks: []}' "$tmp/r1" >"$tmp/ro"
 api POST "/api/v1/agents/other-node/register" "$other" "$tmp/ro"; expect "other node registers" 200
 printf 'forged\n' >"$tmp/forged"
 api POST "/api/v1/agents/other-node/logs/$ja?attempt=1&stream=stdout&offset=0" "$other" "$tmp/forged"
@@ -366,11 +366,11 @@ nowhere="preemptible: true"
 before=$(count_jobs)
 { jobtext bulk-1 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
   jobtext bulk-2 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
-  jobtext bulk-3 "$nowhere" "replicas: 2" "resources: {cpu: 1, memory: 1Gi}"; } >"$tmp/multi"
+  jobtext bulk-3 "$nowhere" "replicas: 300" "resources: {cpu: 1, memory: 1Gi}"; } >"$tmp/multi"
 api POST /api/v1/jobs "$admin" "$tmp/multi"
 expect "one bad document refuses the request" 422 '.field == "replicas" and (.error | test("document 3")) and (.error | test("nothing was submitted"))'
 [ "$(count_jobs)" = "$before" ] && ok || bad "nothing of a refused request was created"
-sed -i 's/replicas: 2/priority: 5/' "$tmp/multi"
+sed -i 's/replicas: 300/priority: 5/' "$tmp/multi"
 api POST /api/v1/jobs "$admin" "$tmp/multi"
 expect "three documents, one transaction" 201 '(.items | length == 3) and .jobs == 3 and ([.items[].name] == ["bulk-1","bulk-2","bulk-3"]) and ((.items[2].id | tonumber) - (.items[0].id | tonumber) == 2)'
 job "$tmp/arr" arr "$nowhere" 'array: "0-99%5"' "resources: {cpu: 1, memory: 1Gi}"
