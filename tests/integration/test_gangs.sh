@@ -43,9 +43,10 @@ wait_for() { # wait_for SECONDS JOB JQ_FILTER
     job "$2" | jq -c '{state, replicas, history: [.history[] | .state + ": " + .reason]}'
     return 1
 }
-submit() { # submit NAME REPLICAS SHELL_SCRIPT [EXTRA_YAML] -> job id
-    printf 'name: %s\nreplicas: %s\ngang: true\ncommand: [sh, -c, %s, %s]\nresources: {cpu: 100m, memory: 64Mi, gpu: {count: 1}}\n%s\n' \
-        "$1" "$2" "$(jq -Rn --arg s "$3" '$s')" "$mark" "${4:-}" >"$tmp/j.yaml"
+mem=64Mi
+submit() { # submit NAME REPLICAS SHELL_SCRIPT -> job id (memory: $mem each)
+    printf 'name: %s\nreplicas: %s\ngang: true\ncommand: [sh, -c, %s, %s]\nresources: {cpu: 100m, memory: %s, gpu: {count: 1}}\n' \
+        "$1" "$2" "$(jq -Rn --arg s "$3" '$s')" "$mark" "$mem" >"$tmp/j.yaml"
     c submit -f "$tmp/j.yaml" -o json | jq -r .id
 }
 logs() { # logs JOB REPLICA
@@ -117,7 +118,11 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H "Authorization: Bearer $token
     && ok || bad "three one-GPU replicas on two GPUs refused: $code $(cat "$tmp/body")"
 
 # ---- a real torch.distributed all-reduce across the two nodes -----------------
-if python3 -c 'import torch.distributed' 2>/dev/null; then
+py3=""
+for p in python3 /usr/bin/python3; do # the Debian package is /usr/bin's
+    "$p" -c 'import torch.distributed' 2>/dev/null && { py3=$(command -v "$p"); break; }
+done
+if [ -n "$py3" ]; then
     py='import os, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 t = torch.tensor([float(dist.get_rank() + 1)])
@@ -126,7 +131,8 @@ print("rank", dist.get_rank(), "of", dist.get_world_size(), "sum", int(t.item())
 dist.destroy_process_group()'
     printf '%s\n' "$py" >"$tmp/allreduce.py"
     chmod 644 "$tmp/allreduce.py"
-    id=$(submit torch 2 "exec python3 $tmp/allreduce.py")
+    mem=2Gi # importing torch takes more than 64Mi
+    id=$(submit torch 2 "exec $py3 $tmp/allreduce.py")
     wait_for 120 "$id" '.state == "succeeded" and .logs_complete' && ok || {
         bad "torch all-reduce gang succeeded"
         for r in 0 1; do c logs "$id" --replica $r --stream stderr | tail -5; done
