@@ -90,6 +90,8 @@ typedef struct crater_config {
         uint32_t request_burst;     /* server.requestBurst */
         double default_cpu;         /* server.defaultCpu, cores; 0 = none */
         uint64_t default_memory;    /* server.defaultMemory; 0 = none */
+        uint32_t gang_port_base;    /* server.gangPortBase */
+        uint32_t gang_ports;        /* server.gangPorts */
     } server;
     struct {
         uint64_t max_bytes; /* logs.maxBytes (per stream and attempt) */

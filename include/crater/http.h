@@ -58,6 +58,9 @@ const char *crater_http_param(const crater_http_req_t *r, const char *name);
 /* The request body, NUL-terminated; "" (len 0) when none. len may be NULL.
  * The body may itself contain NUL bytes: use len. */
 const char *crater_http_body(const crater_http_req_t *r, size_t *len);
+/* The client's address as numeric text ("127.0.0.1", "::1") into buf;
+ * -1 (buf "") when unknown. */
+int crater_http_peer(const crater_http_req_t *r, char *buf, size_t n);
 
 /* The handler's answer. The server initialises it (status 200, no body,
  * "application/json", no location or headers) before calling the handler.

@@ -14,8 +14,11 @@
  * value of the wrong type or a number out of range is an error whose
  * err->field names the path ("task.limits.cpuBurst", "events[0].event").
  * Job ids are 1-20 decimal digits: an agent builds file and cgroup names
- * from them. The order carries no job spec: everything the agent applies
- * is a typed field here, in base units (millicores, bytes, milliseconds).
+ * from them. A task is one replica of one attempt of a job: orders, events
+ * and held tasks carry "replica" (0 to CRATER_JOB_MAX_REPLICAS - 1,
+ * absent when 0) besides job and attempt. The order carries no job spec:
+ * everything the agent applies is a typed field here, in base units
+ * (millicores, bytes, milliseconds).
  *
  * Ownership: a decoded message owns every string and array it points to
  * (malloc'd); crater_proto_*_clear() frees them and zeroes the struct
@@ -90,6 +93,9 @@ typedef struct crater_proto_limits {
 typedef struct crater_proto_task {
     char *job;
     uint32_t attempt; /* >= 1 */
+    uint32_t replica; /* replica index of a multi-replica job; 0 = the
+                         first (or only); "replica" on the wire, absent
+                         when 0 */
     char **argv;      /* NULL-terminated, at least one entry */
     size_t nargv;
     crater_proto_env_t *env;
@@ -136,6 +142,7 @@ typedef enum crater_proto_op {
 typedef struct crater_proto_stop {
     char *job;
     uint32_t attempt;
+    uint32_t replica;
     uint64_t grace_period_ms; /* SIGTERM now, SIGKILL after this */
     char *reason;             /* may be NULL */
 } crater_proto_stop_t;
@@ -176,6 +183,7 @@ typedef enum crater_proto_event_kind {
 typedef struct crater_proto_event {
     char *job;
     uint32_t attempt;
+    uint32_t replica;
     crater_proto_event_kind_t event;
     int64_t time_ms; /* the node's clock; 0 = not given */
     /* started */
@@ -211,6 +219,7 @@ void crater_proto_events_clear(crater_proto_events_t *e);
 typedef struct crater_proto_held {
     char *job;
     uint32_t attempt;
+    uint32_t replica;
     bool running; /* "running", else "exited" */
     int32_t pid;
     int64_t started_ms; /* 0 = not given */
@@ -261,6 +270,7 @@ typedef struct crater_proto_gpu_util {
 typedef struct crater_proto_usage {
     char *job;
     uint32_t attempt;
+    uint32_t replica;
     double cpu_millis; /* measured CPU use, millicores */
     uint64_t memory_bytes;
 } crater_proto_usage_t;

@@ -236,8 +236,11 @@ int crater_sched_plan_preemption(crater_sched_t *s,
 
 /* Place replicas copies of req all together or not at all. Replica i is
  * placed with crater_sched_place() and COMMITTED under task id
- * first_task + i, so later replicas see the earlier ones; out[] (replicas
- * entries, caller-owned) receives the placements. On success the replicas
+ * first_task + i, so later replicas see the earlier ones; when that
+ * greedy pass fails, a bounded, deterministic backtracking search over
+ * nodes and each node's GPU sets (gang.c) looks for an arrangement that
+ * fits. out[] (replicas entries, caller-owned) receives the
+ * placements. On success the replicas
  * stay committed (release them with crater_sched_release()). On failure
  * every replica committed so far is released, the state is as before,
  * and -1 is returned: CRATER_EUNSCHED naming the replica that did not
@@ -250,6 +253,15 @@ int crater_sched_place_gang(crater_sched_t *s,
                             uint64_t first_task,
                             crater_placement_t *out,
                             crater_error_t *err);
+/* The reference for tests: an exhaustive search over every node and GPU
+ * set for every replica (exponential: small cases only). Same contract;
+ * its error is CRATER_EUNSCHED without a per-replica reason. */
+int crater_sched_place_gang_bruteforce(crater_sched_t *s,
+                                       const crater_request_t *req,
+                                       uint32_t replicas,
+                                       uint64_t first_task,
+                                       crater_placement_t *out,
+                                       crater_error_t *err);
 
 /* Why req fits or does not fit, as JSON: {"nodes": N, "fit": F,
  * "reasons": [{"reason", "nodes", "need", "have", "unit",

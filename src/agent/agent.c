@@ -144,7 +144,7 @@ static void after_register(crater_agent_t *a,
 
     for (i = 0; i < r->ntasks; i++) {
         const crater_proto_task_t *e = &r->tasks[i];
-        atask_t *t = task_find(a, e->job, e->attempt);
+        atask_t *t = task_find(a, e->job, e->attempt, e->replica);
         if (!t || !t->log_resync || !e->has_logs)
             continue;
         t->log_sent[0] = e->logs[0];
@@ -238,7 +238,7 @@ static void apply_item(crater_agent_t *a, crater_proto_item_t *it)
         a->need_register = true; /* craterd saw this node come back */
         break;
     case CRATER_PROTO_STOP:
-        t = task_find(a, it->stop.job, it->stop.attempt);
+        t = task_find(a, it->stop.job, it->stop.attempt, it->stop.replica);
         if (t)
             task_stop(a, t, it->stop.grace_period_ms);
         break;

@@ -33,14 +33,17 @@ typedef enum atask_state {
 typedef struct atask {
     char *job;
     uint32_t attempt;
-    char cg[64];         /* cgroup name: "job-<id>-<attempt>-<instance>" */
+    uint32_t replica;    /* of a multi-replica job; 0 = the first */
+    char cg[64];         /* cgroup name: "job-<id>-<attempt>-<instance>"
+                            ("job-<id>-<attempt>-r<replica>-<instance>") */
     pid_t pid;           /* the task (its process group) */
     pid_t shim;          /* its supervisor: waits for it, writes dir/exit */
     uint64_t shim_start; /* the shim's start time (/proc/PID/stat field 22):
                             a reused pid is not taken for it */
     bool shim_child;     /* the shim is this agent's child: reap it */
     bool adopted;        /* left running by an earlier agent */
-    char *dir;           /* DATA/tasks/<job>.<attempt>: task.json, exit */
+    char *dir;           /* DATA/tasks/<job>.<attempt>[.r<replica>]:
+                            task.json, exit */
     char *workdir;       /* the default working directory made for it */
     bool switch_user;    /* runs as uid/gid (the agent is root) */
     uid_t uid;           /* the tenant's task user, or agent.taskUser */
@@ -167,7 +170,13 @@ int timelimit_save(const atask_t *t, json_t *record);
 void timelimit_load(atask_t *t, json_t *record);
 
 /* task.c (callers hold a->mu) */
-atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt);
+atask_t *task_find(crater_agent_t *a,
+                   const char *job,
+                   uint32_t attempt,
+                   uint32_t replica);
+/* The suffix replica r adds to a task's file names: "" for replica 0 (the
+ * names single-replica jobs always had), else ".r<r>". */
+const char *task_rtag(uint32_t replica, char buf[16]);
 /* Start the order's task (the order's environment is completed in place:
  * GPU sharing adds its variables). */
 int task_start(crater_agent_t *a, crater_proto_task_t *task);

@@ -89,6 +89,7 @@ static json_t *pending_events(crater_agent_t *a, crater_proto_events_t *sent)
     for (size_t i = 0; body && i < evs.nevents; i++) {
         ev[i] = (crater_proto_event_t){.job = strdup(ev[i].job),
                                        .attempt = ev[i].attempt,
+                                       .replica = ev[i].replica,
                                        .event = ev[i].event};
     }
     if (body)
@@ -102,7 +103,8 @@ static void mark_sent(crater_agent_t *a, const crater_proto_events_t *evs)
 {
     for (size_t i = 0; i < evs->nevents; i++) {
         const crater_proto_event_t *e = &evs->events[i];
-        atask_t *t = e->job ? task_find(a, e->job, e->attempt) : NULL;
+        atask_t *t =
+            e->job ? task_find(a, e->job, e->attempt, e->replica) : NULL;
         if (!t)
             continue;
         if (e->event == CRATER_PROTO_STARTED)
@@ -186,10 +188,12 @@ static ship_t ship_chunk(
         return got == 0 ? SHIP_IDLE : SHIP_ERROR;
     snprintf(path,
              sizeof(path),
-             "/api/v1/agents/%s/logs/%s?attempt=%u&stream=%s&offset=%" PRIu64,
+             "/api/v1/agents/%s/logs/%s?attempt=%u&replica=%u&stream=%s"
+             "&offset=%" PRIu64,
              a->node.name,
              t->job,
              t->attempt,
+             t->replica,
              names[s],
              t->log_sent[s]);
     if (crater_client_request(a->log_client,

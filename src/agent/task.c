@@ -58,14 +58,26 @@ int64_t agent_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* attempt 0: any attempt of the job */
-atask_t *task_find(crater_agent_t *a, const char *job, uint32_t attempt)
+/* attempt 0: any attempt of the job's replica */
+atask_t *task_find(crater_agent_t *a,
+                   const char *job,
+                   uint32_t attempt,
+                   uint32_t replica)
 {
     for (size_t i = 0; i < a->ntasks; i++)
         if (strcmp(a->tasks[i]->job, job) == 0
+            && a->tasks[i]->replica == replica
             && (!attempt || a->tasks[i]->attempt == attempt))
             return a->tasks[i];
     return NULL;
+}
+
+const char *task_rtag(uint32_t replica, char buf[16])
+{
+    if (replica == 0)
+        return "";
+    snprintf(buf, 16, ".r%u", replica);
+    return buf;
 }
 
 /* ---- limits ----------------------------------------------------------------
@@ -247,22 +259,35 @@ static char *path_printf(const char *fmt, ...)
 static atask_t *task_new(crater_agent_t *a, const crater_proto_task_t *task)
 {
     atask_t *t = calloc(1, sizeof(*t));
+    char rb[16], cb[16];
+    const char *r = task_rtag(task->replica, rb);
 
     if (!t)
         return NULL;
     t->job = strdup(task->job);
     t->attempt = task->attempt;
+    t->replica = task->replica;
+    if (task->replica)
+        snprintf(cb, sizeof(cb), "-r%u", task->replica);
     snprintf(t->cg,
              sizeof(t->cg),
-             "job-%s-%u-%08x",
+             "job-%s-%u%s-%08x",
              t->job,
              t->attempt,
+             task->replica ? cb : "",
              a->instance);
-    t->log_path[0] =
-        path_printf("%s/logs/%s.%u.stdout", a->data_dir, t->job, t->attempt);
-    t->log_path[1] =
-        path_printf("%s/logs/%s.%u.stderr", a->data_dir, t->job, t->attempt);
-    t->dir = path_printf("%s/tasks/%s.%u", a->data_dir, t->job, t->attempt);
+    t->log_path[0] = path_printf("%s/logs/%s.%u%s.stdout",
+                                 a->data_dir,
+                                 t->job,
+                                 t->attempt,
+                                 r);
+    t->log_path[1] = path_printf("%s/logs/%s.%u%s.stderr",
+                                 a->data_dir,
+                                 t->job,
+                                 t->attempt,
+                                 r);
+    t->dir =
+        path_printf("%s/tasks/%s.%u%s", a->data_dir, t->job, t->attempt, r);
     t->started_ms = agent_now_ms();
     t->state = AT_RUNNING;
     timelimit_arm(t, task->time_limit_ms, task->grace_period_ms);
@@ -310,11 +335,14 @@ static const char *make_workdir(crater_agent_t *a,
                                 atask_t *t,
                                 crater_error_t *err)
 {
-    if (!(t->workdir = path_printf("%s/%08x.%s.%u",
+    char rb[16];
+
+    if (!(t->workdir = path_printf("%s/%08x.%s.%u%s",
                                    a->work_root,
                                    a->instance,
                                    t->job,
-                                   t->attempt))) {
+                                   t->attempt,
+                                   task_rtag(t->replica, rb)))) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
         return NULL;
     }
@@ -562,7 +590,7 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task)
     crater_error_t err = {0};
     atask_t *t;
 
-    if (task_find(a, job, task->attempt))
+    if (task_find(a, job, task->attempt, task->replica))
         return 0;
     if (!(t = task_new(a, task)) || task_add(a, t) < 0) {
         task_free(a, t);
@@ -706,6 +734,7 @@ crater_proto_usage_t task_usage(const atask_t *t)
     return (crater_proto_usage_t){
         .job = t->job,
         .attempt = t->attempt,
+        .replica = t->replica,
         .cpu_millis = t->cpu_millis,
         .memory_bytes = t->mem_bytes,
     };
@@ -717,6 +746,7 @@ crater_proto_event_t task_event(const atask_t *t, bool exit)
         return (crater_proto_event_t){
             .job = t->job,
             .attempt = t->attempt,
+            .replica = t->replica,
             .event = CRATER_PROTO_STARTED,
             .pid = t->pid,
             .time_ms = t->started_ms,
@@ -724,6 +754,7 @@ crater_proto_event_t task_event(const atask_t *t, bool exit)
     return (crater_proto_event_t){
         .job = t->job,
         .attempt = t->attempt,
+        .replica = t->replica,
         .event = CRATER_PROTO_EXITED,
         .time_ms = t->ended_ms,
         .exit_code = t->exit_code,
@@ -740,6 +771,7 @@ crater_proto_held_t task_held(const atask_t *t)
     return (crater_proto_held_t){
         .job = t->job,
         .attempt = t->attempt,
+        .replica = t->replica,
         .running = t->state == AT_RUNNING,
         .pid = t->pid,
         .started_ms = t->started_ms,

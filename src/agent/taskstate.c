@@ -1,9 +1,11 @@
 /* taskstate.c - task records on disk, so that an agent can die and come
  * back without losing or duplicating its tasks.
  *
- * Each task has a directory DATA/tasks/<job>.<attempt>/ holding:
+ * Each task has a directory DATA/tasks/<job>.<attempt>/ (replica r > 0 of
+ * a multi-replica job: <job>.<attempt>.r<r>/) holding:
  *   task.json  written by the agent once the task runs (tmp + rename):
- *              job, attempt, cgroup, pid of the task and of its shim with
+ *              job, attempt, replica, cgroup, pid of the task and of its
+ *              shim with
  *              the shim's start time, start time, what the sampler and the
  *              GPU watchdog need, the time limit's deadline on the boot
  *              clock and whether it was hit (timelimit.c);
@@ -111,12 +113,14 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
     int rc;
 
     (void)a;
-    v = json_pack("{s:s, s:i, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:o, s:s?,"
-                  " s:s?, s:s?, s:b}",
+    v = json_pack("{s:s, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:o,"
+                  " s:s?, s:s?, s:s?, s:b}",
                   "job",
                   t->job,
                   "attempt",
                   (int)t->attempt,
+                  "replica",
+                  (int)t->replica,
                   "cgroup",
                   t->cg,
                   "pid",
@@ -172,6 +176,7 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
     atask_t *t = calloc(1, sizeof(*t));
     const char *job = json_string_value(json_object_get(v, "job"));
     const char *cg = json_string_value(json_object_get(v, "cgroup"));
+    char rb[16];
     json_t *g;
     size_t i;
 
@@ -183,6 +188,7 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
     t->log_resync = true;
     t->job = strdup(job);
     t->attempt = (uint32_t)json_integer_value(json_object_get(v, "attempt"));
+    t->replica = (uint32_t)json_integer_value(json_object_get(v, "replica"));
     snprintf(t->cg, sizeof(t->cg), "%s", cg);
     t->pid = (pid_t)json_integer_value(json_object_get(v, "pid"));
     t->shim = (pid_t)json_integer_value(json_object_get(v, "shim"));
@@ -214,16 +220,18 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
     timelimit_load(t, v);
     t->dir = strdup(dir);
     if (asprintf(&t->log_path[0],
-                 "%s/logs/%s.%u.stdout",
+                 "%s/logs/%s.%u%s.stdout",
                  a->data_dir,
                  t->job,
-                 t->attempt)
+                 t->attempt,
+                 task_rtag(t->replica, rb))
             < 0
         || asprintf(&t->log_path[1],
-                    "%s/logs/%s.%u.stderr",
+                    "%s/logs/%s.%u%s.stderr",
                     a->data_dir,
                     t->job,
-                    t->attempt)
+                    t->attempt,
+                    task_rtag(t->replica, rb))
                < 0)
         t->log_path[0] = t->log_path[1] = NULL;
     t->state = AT_RUNNING;

@@ -523,6 +523,7 @@ enum {
     O_STREAM,
     O_REASON,
     O_ATTEMPT,
+    O_REPLICA,
     O_ARRAY,
 };
 
@@ -785,6 +786,7 @@ static int id_command(int argc,
          {"follow", no_argument, NULL, 'f'},
          {"reason", required_argument, NULL, O_REASON},
          {"attempt", required_argument, NULL, O_ATTEMPT},
+         {"replica", required_argument, NULL, O_REPLICA},
          {"array", no_argument, NULL, O_ARRAY},
          {0}};
     int rc =
@@ -881,6 +883,7 @@ struct logs {
     const char *stream;
     bool follow;
     unsigned long attempt; /* 0 = the latest */
+    const char *replica;   /* of a multi-replica job; NULL = the first */
 };
 
 static int logs_opt(int c, const char *arg, void *ctx)
@@ -893,6 +896,9 @@ static int logs_opt(int c, const char *arg, void *ctx)
     } else if (c == O_STREAM
                && (!strcmp(arg, "stdout") || !strcmp(arg, "stderr"))) {
         l->stream = arg;
+    } else if (c == O_REPLICA && arg[0] >= '0' && arg[0] <= '9'
+               && strspn(arg, "0123456789") == strlen(arg) && strlen(arg) < 6) {
+        l->replica = arg;
     } else if (c == O_ATTEMPT) {
         errno = 0;
         l->attempt = strtoul(arg, &end, 10);
@@ -910,6 +916,11 @@ static int logs_opt(int c, const char *arg, void *ctx)
                     "crater: error: --stream: '%s' is not stdout or "
                     "stderr\n",
                     arg);
+        if (c == O_REPLICA)
+            fprintf(stderr,
+                    "crater: error: --replica: '%s' is not a replica "
+                    "index (0, 1, ...)\n",
+                    arg);
         return -1;
     }
     return 0;
@@ -922,12 +933,17 @@ static int drain_log(cli_remote_t *r,
                      unsigned long long *offset,
                      bool *got)
 {
-    char suffix[160], att[32] = "", path[PATH_LEN], *buf;
+    char suffix[200], att[64] = "", path[PATH_LEN], *buf;
     size_t len;
     int rc;
 
     if (l->attempt)
         snprintf(att, sizeof(att), "&attempt=%lu", l->attempt);
+    if (l->replica)
+        snprintf(att + strlen(att),
+                 sizeof(att) - strlen(att),
+                 "&replica=%s",
+                 l->replica);
     *got = false;
     for (;;) {
         snprintf(suffix,
@@ -996,9 +1012,11 @@ static int print_log(cli_remote_t *r, const char *id, const struct logs *l)
 int cli_logs(int argc, char **argv)
 {
     static const char usage[] = "usage: crater logs ID [--stream "
-                                "stdout|stderr] [--attempt N] [-f]\n"
+                                "stdout|stderr] [--attempt N] [--replica "
+                                "R] [-f]\n"
                                 "Print the job's output (of its latest "
-                                "attempt, or attempt N); -f follows it\n"
+                                "attempt, or attempt N; of its first "
+                                "replica, or replica R); -f follows it\n"
                                 "until the job ends (Ctrl-C stops "
                                 "following).\n";
     struct logs l = {.stream = "stdout"};

@@ -90,6 +90,22 @@ static int dec_attempt(crater_dec_t *d, json_t *v, uint32_t *out)
     return crater_dec_u32(d, v, 1, UINT32_MAX, out);
 }
 
+static int dec_replica(crater_dec_t *d, json_t *v, uint32_t *out)
+{
+    return crater_dec_u32(d, v, 0, CRATER_JOB_MAX_REPLICAS - 1, out);
+}
+
+/* o with "replica": r added when r > 0 (absent means 0); NULL (o freed)
+ * when out of memory. */
+static json_t *with_replica(json_t *o, uint32_t r)
+{
+    if (o && r && json_object_set_new(o, "replica", json_integer(r)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static int dec_i32(crater_dec_t *d, json_t *v, int32_t lo, int32_t *out)
 {
     int64_t x = 0;
@@ -448,6 +464,11 @@ static int f_task_job(crater_dec_t *d, json_t *v, void *obj)
     return dec_job(d, v, &TASK(obj)->job);
 }
 
+static int f_task_replica(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_replica(d, v, &TASK(obj)->replica);
+}
+
 static int f_task_attempt(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_attempt(d, v, &TASK(obj)->attempt);
@@ -565,6 +586,7 @@ static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
 static const crater_dec_field_t task_fields[] = {
     {"job", f_task_job, CRATER_FIELD_REQUIRED},
     {"attempt", f_task_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_task_replica, 0},
     {"argv", f_task_argv, CRATER_FIELD_REQUIRED},
     {"env", f_task_env, CRATER_FIELD_REQUIRED},
     {"workingDir", f_task_dir, 0},
@@ -680,7 +702,7 @@ json_t *crater_proto_task_encode(const crater_proto_task_t *t)
         json_decref(o);
         return NULL;
     }
-    return o;
+    return with_replica(o, t->replica);
 }
 
 int crater_proto_task_setenv(crater_proto_task_t *t,
@@ -744,6 +766,11 @@ static int f_stop_job(crater_dec_t *d, json_t *v, void *obj)
     return dec_job(d, v, &ITEM(obj)->stop.job);
 }
 
+static int f_stop_replica(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_replica(d, v, &ITEM(obj)->stop.replica);
+}
+
 static int f_stop_attempt(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_attempt(d, v, &ITEM(obj)->stop.attempt);
@@ -771,6 +798,7 @@ static const crater_dec_field_t stop_fields[] = {
     {"op", f_peeked, CRATER_FIELD_REQUIRED},
     {"job", f_stop_job, CRATER_FIELD_REQUIRED},
     {"attempt", f_stop_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_stop_replica, 0},
     {"gracePeriod_ms", f_stop_grace, CRATER_FIELD_REQUIRED},
     {"reason", f_stop_reason, 0},
     {NULL, NULL, 0},
@@ -828,19 +856,20 @@ json_t *crater_proto_item_encode(const crater_proto_item_t *it)
                          "task",
                          crater_proto_task_encode(&it->task));
     case CRATER_PROTO_STOP:
-        return json_pack("{s:I, s:s, s:s, s:I, s:I, s:s*}",
-                         "seq",
-                         (json_int_t)it->seq,
-                         "op",
-                         "stop",
-                         "job",
-                         s->job ? s->job : "",
-                         "attempt",
-                         (json_int_t)s->attempt,
-                         "gracePeriod_ms",
-                         (json_int_t)s->grace_period_ms,
-                         "reason",
-                         s->reason);
+        return with_replica(json_pack("{s:I, s:s, s:s, s:I, s:I, s:s*}",
+                                      "seq",
+                                      (json_int_t)it->seq,
+                                      "op",
+                                      "stop",
+                                      "job",
+                                      s->job ? s->job : "",
+                                      "attempt",
+                                      (json_int_t)s->attempt,
+                                      "gracePeriod_ms",
+                                      (json_int_t)s->grace_period_ms,
+                                      "reason",
+                                      s->reason),
+                            s->replica);
     case CRATER_PROTO_RESYNC:
         break;
     }
@@ -915,6 +944,11 @@ static int f_ev_job(crater_dec_t *d, json_t *v, void *obj)
     return dec_job(d, v, &EV(obj)->job);
 }
 
+static int f_ev_replica(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_replica(d, v, &EV(obj)->replica);
+}
+
 static int f_ev_attempt(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_attempt(d, v, &EV(obj)->attempt);
@@ -968,6 +1002,7 @@ static int f_ev_logs(crater_dec_t *d, json_t *v, void *obj)
 static const crater_dec_field_t started_fields[] = {
     {"job", f_ev_job, CRATER_FIELD_REQUIRED},
     {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_ev_replica, 0},
     {"event", f_peeked, CRATER_FIELD_REQUIRED},
     {"time_ms", f_ev_time, 0},
     {"pid", f_ev_pid, 0},
@@ -977,6 +1012,7 @@ static const crater_dec_field_t started_fields[] = {
 static const crater_dec_field_t exited_fields[] = {
     {"job", f_ev_job, CRATER_FIELD_REQUIRED},
     {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_ev_replica, 0},
     {"event", f_peeked, CRATER_FIELD_REQUIRED},
     {"time_ms", f_ev_time, 0},
     {"exit_code", f_ev_code, 0},
@@ -1023,34 +1059,36 @@ json_t *crater_proto_event_encode(const crater_proto_event_t *e)
     json_t *o;
 
     if (e->event == CRATER_PROTO_STARTED)
-        return json_pack("{s:s, s:I, s:s, s:i, s:I}",
-                         "job",
-                         job,
-                         "attempt",
-                         (json_int_t)e->attempt,
-                         "event",
-                         "started",
-                         "pid",
-                         (int)e->pid,
-                         "time_ms",
-                         (json_int_t)e->time_ms);
-    o = json_pack("{s:s, s:I, s:s, s:I, s:i, s:i, s:b, s:s*}",
-                  "job",
-                  job,
-                  "attempt",
-                  (json_int_t)e->attempt,
-                  "event",
-                  "exited",
-                  "time_ms",
-                  (json_int_t)e->time_ms,
-                  "exit_code",
-                  (int)e->exit_code,
-                  "signal",
-                  (int)e->signal,
-                  "oom",
-                  e->oom,
-                  "error",
-                  e->error);
+        return with_replica(json_pack("{s:s, s:I, s:s, s:i, s:I}",
+                                      "job",
+                                      job,
+                                      "attempt",
+                                      (json_int_t)e->attempt,
+                                      "event",
+                                      "started",
+                                      "pid",
+                                      (int)e->pid,
+                                      "time_ms",
+                                      (json_int_t)e->time_ms),
+                            e->replica);
+    o = with_replica(json_pack("{s:s, s:I, s:s, s:I, s:i, s:i, s:b, s:s*}",
+                               "job",
+                               job,
+                               "attempt",
+                               (json_int_t)e->attempt,
+                               "event",
+                               "exited",
+                               "time_ms",
+                               (json_int_t)e->time_ms,
+                               "exit_code",
+                               (int)e->exit_code,
+                               "signal",
+                               (int)e->signal,
+                               "oom",
+                               e->oom,
+                               "error",
+                               e->error),
+                     e->replica);
     if (o && e->has_logs
         && json_object_set_new(o, "logs", logs_encode(e->logs)) < 0) {
         json_decref(o);
@@ -1128,6 +1166,11 @@ static int f_held_job(crater_dec_t *d, json_t *v, void *obj)
     return dec_job(d, v, &HELD(obj)->job);
 }
 
+static int f_held_replica(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_replica(d, v, &HELD(obj)->replica);
+}
+
 static int f_held_attempt(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_attempt(d, v, &HELD(obj)->attempt);
@@ -1156,6 +1199,7 @@ static int f_held_started(crater_dec_t *d, json_t *v, void *obj)
 static const crater_dec_field_t held_fields[] = {
     {"job", f_held_job, CRATER_FIELD_REQUIRED},
     {"attempt", f_held_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_held_replica, 0},
     {"state", f_held_state, CRATER_FIELD_REQUIRED},
     {"pid", f_held_pid, 0},
     {"started_ms", f_held_started, 0},
@@ -1219,17 +1263,18 @@ int64_t crater_proto_register_protocol(json_t *v)
 
 static json_t *held_encode(const crater_proto_held_t *h)
 {
-    return json_pack("{s:s, s:I, s:s, s:i, s:I}",
-                     "job",
-                     h->job ? h->job : "",
-                     "attempt",
-                     (json_int_t)h->attempt,
-                     "state",
-                     held_names[h->running],
-                     "pid",
-                     (int)h->pid,
-                     "started_ms",
-                     (json_int_t)h->started_ms);
+    return with_replica(json_pack("{s:s, s:I, s:s, s:i, s:I}",
+                                  "job",
+                                  h->job ? h->job : "",
+                                  "attempt",
+                                  (json_int_t)h->attempt,
+                                  "state",
+                                  held_names[h->running],
+                                  "pid",
+                                  (int)h->pid,
+                                  "started_ms",
+                                  (json_int_t)h->started_ms),
+                        h->replica);
 }
 
 json_t *crater_proto_register_encode(const crater_proto_register_t *r)
@@ -1495,6 +1540,11 @@ static int f_use_job(crater_dec_t *d, json_t *v, void *obj)
     return dec_job(d, v, &USE(obj)->job);
 }
 
+static int f_use_replica(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_replica(d, v, &USE(obj)->replica);
+}
+
 static int f_use_attempt(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_attempt(d, v, &USE(obj)->attempt);
@@ -1508,6 +1558,7 @@ static int f_use_usage(crater_dec_t *d, json_t *v, void *obj)
 static const crater_dec_field_t task_usage_fields[] = {
     {"job", f_use_job, CRATER_FIELD_REQUIRED},
     {"attempt", f_use_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_use_replica, 0},
     {"usage", f_use_usage, CRATER_FIELD_REQUIRED},
     {NULL, NULL, 0},
 };
@@ -1544,16 +1595,17 @@ static const crater_dec_field_t heartbeat_fields[] = {
 
 json_t *crater_proto_usage_encode(const crater_proto_usage_t *u)
 {
-    return json_pack("{s:s, s:I, s:{s:f, s:I}}",
-                     "job",
-                     u->job ? u->job : "",
-                     "attempt",
-                     (json_int_t)u->attempt,
-                     "usage",
-                     "cpu_millis",
-                     u->cpu_millis,
-                     "memory_bytes",
-                     (json_int_t)u->memory_bytes);
+    return with_replica(json_pack("{s:s, s:I, s:{s:f, s:I}}",
+                                  "job",
+                                  u->job ? u->job : "",
+                                  "attempt",
+                                  (json_int_t)u->attempt,
+                                  "usage",
+                                  "cpu_millis",
+                                  u->cpu_millis,
+                                  "memory_bytes",
+                                  (json_int_t)u->memory_bytes),
+                        u->replica);
 }
 
 static json_t *util_encode(const crater_proto_heartbeat_t *h)

@@ -276,6 +276,16 @@ static const row_t rows[] = {
  F(server.max_connections_per_client), "256", 0, 1000000, 0, NULL, NULL,
  "Most open API connections from one source address (an agent holds 4); "
  "one more is closed when it is accepted. 0 = no limit."},
+{"server.gangPortBase", T_UINT, F(server.gang_port_base), "29500", 1024,
+ 65535, 0, NULL, NULL,
+ "First port craterd gives a multi-replica job as MASTER_PORT (the "
+ "rank-0 replica's rendezvous port, torchrun's default 29500)."},
+{"server.gangPorts", T_UINT, F(server.gang_ports), "1000", 1, 64512, 0,
+ NULL, NULL,
+ "How many ports from server.gangPortBase (up to 65535) craterd chooses "
+ "MASTER_PORT from: the first one, counting from the job id modulo this "
+ "count, that no other placed gang with its rank 0 on the same node "
+ "holds."},
 {"server.headerTimeout", T_DURATION, F(server.header_timeout_ms), "10s", 0,
  3600e3, 0, NULL, NULL,
  "A request's header must be complete this long after its first line "

@@ -148,15 +148,44 @@ static dnode_t *register_node(crater_daemon_t *d,
 static uint64_t log_size(crater_daemon_t *d,
                          const djob_t *j,
                          uint32_t att,
+                         uint32_t replica,
                          const char *s)
 {
     char path[4096];
     struct stat st;
 
-    if (log_path(d, j->id, att, s, NULL, path, sizeof(path)) < 0
+    if (log_path_replica(d, j->id, att, replica, s, NULL, path, sizeof(path))
+            < 0
         || stat(path, &st) < 0)
         return 0;
     return (uint64_t)st.st_size;
+}
+
+/* Add replica k of j to r->tasks (room for *cap, grown when a gang puts
+ * several replicas on one node). */
+static int node_task(crater_daemon_t *d,
+                     const djob_t *j,
+                     uint32_t k,
+                     crater_proto_registered_t *r,
+                     size_t *cap)
+{
+    crater_proto_task_t *t;
+
+    if (r->ntasks == *cap) {
+        t = realloc(r->tasks, 2 * *cap * sizeof(*t));
+        if (!t)
+            return -1;
+        r->tasks = t;
+        *cap *= 2;
+    }
+    t = &r->tasks[r->ntasks];
+    if (task_order(d, j, k, t) < 0)
+        return -1;
+    r->ntasks++;
+    t->has_logs = true;
+    t->logs[0] = log_size(d, j, j->attempts, k, "stdout");
+    t->logs[1] = log_size(d, j, j->attempts, k, "stderr");
+    return 0;
 }
 
 /* The register answer's tasks: the jobs placed on n, each with the bytes
@@ -167,17 +196,16 @@ static int node_tasks(crater_daemon_t *d,
 {
     if (!(r->tasks = calloc(d->njobs ? d->njobs : 1, sizeof(*r->tasks))))
         return -1;
+    size_t cap = d->njobs ? d->njobs : 1;
+
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
-        crater_proto_task_t *t = &r->tasks[r->ntasks];
-        if (!j->placed || j->pl.node != n->sid || !job_state_holds(j->state))
+        if (!j->placed || !job_state_holds(j->state))
             continue;
-        if (task_order(d, j, t) < 0)
-            return -1;
-        r->ntasks++;
-        t->has_logs = true;
-        t->logs[0] = log_size(d, j, j->attempts, "stdout");
-        t->logs[1] = log_size(d, j, j->attempts, "stderr");
+        for (uint32_t k = 0; k < job_ntasks(j); k++)
+            if (job_task_pl(j, k)->node == n->sid
+                && node_task(d, j, k, r, &cap) < 0)
+                return -1;
     }
     return 0;
 }
@@ -209,24 +237,27 @@ static void reset_channel(crater_daemon_t *d, dnode_t *n)
     n->nwork = 0;
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
-        if (j->placed && j->pl.node == n->sid && j->state == JS_BOUND)
-            node_send_start(d, j);
-        if (j->placed && j->pl.node == n->sid && j->cancel_requested
+        if (j->placed && job_on_node(j, n->sid) && j->state == JS_BOUND)
+            node_send_start(d, j, n);
+        if (j->placed && job_on_node(j, n->sid) && j->cancel_requested
             && job_state_holds(j->state))
             node_send_stop(d, j, "cancelled");
     }
 }
 
-/* The job a task names, if it is placed on n in a holding state and the
- * attempt matches; NULL otherwise. */
+/* The job a task (a replica of an attempt) names, if that replica is
+ * placed on n in a holding state and the attempt matches; NULL
+ * otherwise. */
 static djob_t *placed_job(crater_daemon_t *d,
                           dnode_t *n,
                           const char *id,
-                          uint32_t att)
+                          uint32_t att,
+                          uint32_t replica)
 {
     djob_t *j = id ? job_find(d, strtoull(id, NULL, 10)) : NULL;
 
-    if (!j || !j->placed || j->pl.node != n->sid || !job_state_holds(j->state)
+    if (!j || !j->placed || replica >= job_ntasks(j)
+        || job_task_pl(j, replica)->node != n->sid || !job_state_holds(j->state)
         || att != j->attempts)
         return NULL;
     return j;
@@ -236,18 +267,27 @@ static void order_stop(crater_daemon_t *d,
                        dnode_t *n,
                        const char *id,
                        uint32_t attempt,
+                       uint32_t replica,
                        const char *why)
 {
-    node_order_stop(d, n, id, attempt, 0, why);
+    node_order_stop(d, n, id, attempt, replica, 0, why);
 }
 
-static bool held(const crater_proto_register_t *r, const djob_t *j)
+/* Does the agent of n hold every task of j's attempt placed on n? */
+static bool held(const crater_proto_register_t *r,
+                 const djob_t *j,
+                 const dnode_t *n)
 {
-    for (size_t i = 0; i < r->ntasks; i++)
-        if (strtoull(r->tasks[i].job, NULL, 10) == j->id
-            && r->tasks[i].attempt == j->attempts)
-            return true;
-    return false;
+    for (uint32_t k = 0; k < job_ntasks(j); k++) {
+        bool found = job_task_pl(j, k)->node != n->sid;
+        for (size_t i = 0; !found && i < r->ntasks; i++)
+            found = strtoull(r->tasks[i].job, NULL, 10) == j->id
+                    && r->tasks[i].attempt == j->attempts
+                    && r->tasks[i].replica == k;
+        if (!found)
+            return false;
+    }
+    return true;
 }
 
 static void job_exited(crater_daemon_t *d,
@@ -261,9 +301,9 @@ static void reconcile(crater_daemon_t *d,
 {
     for (size_t i = 0; i < r->ntasks; i++) {
         const crater_proto_held_t *t = &r->tasks[i];
-        djob_t *j = placed_job(d, n, t->job, t->attempt);
+        djob_t *j = placed_job(d, n, t->job, t->attempt, t->replica);
         if (!j) {
-            order_stop(d, n, t->job, t->attempt, "not placed here");
+            order_stop(d, n, t->job, t->attempt, t->replica, "not placed here");
             continue;
         }
         if (j->state == JS_LOST)
@@ -271,8 +311,8 @@ static void reconcile(crater_daemon_t *d,
     }
     for (size_t k = 0; k < d->njobs; k++) {
         djob_t *j = d->jobs[k];
-        if (!j->placed || j->pl.node != n->sid || j->state == JS_BOUND
-            || !job_state_holds(j->state) || held(r, j))
+        if (!j->placed || !job_on_node(j, n->sid) || j->state == JS_BOUND
+            || !job_state_holds(j->state) || held(r, j, n))
             continue;
         if (j->state == JS_PREEMPTING) {
             crater_proto_event_t gone = {.event = CRATER_PROTO_EXITED,
@@ -306,6 +346,18 @@ static int check_protocol(json_t *body, crater_http_resp_t *resp)
     return -1;
 }
 
+/* The address the agent registered from: its replicas' MASTER_ADDR. */
+static void note_address(dnode_t *n, crater_http_req_t *r)
+{
+    char addr[64];
+    char *a;
+
+    if (crater_http_peer(r, addr, sizeof(addr)) < 0 || !(a = strdup(addr)))
+        return;
+    free(n->addr);
+    n->addr = a;
+}
+
 static int dec_register(crater_dec_t *d, json_t *v, void *out)
 {
     return crater_proto_register_decode(d, v, out);
@@ -336,6 +388,7 @@ static void h_register(crater_http_req_t *r,
                                  reg.node,
                                  resp)))
         goto out;
+    note_address(n, r);
     seq = n->seq;
     mark_alive(d, n, dnow_ms());
     reset_channel(d, n);
@@ -435,12 +488,66 @@ static int64_t not_before_last(const djob_t *j, int64_t at)
     return at > 0 && at < t ? t : at;
 }
 
+/* An event of one replica of a multi-replica job (gang.c keeps the
+ * replicas' states): the first start runs the job; an exit ends the job
+ * when it decides the gang (the first failure fails it, and the others
+ * are stopped; the last success succeeds it; any exit of a preempted or
+ * cancelled gang); the job's log counters follow its first replica. */
+static void gang_event(crater_daemon_t *d,
+                       djob_t *j,
+                       const crater_proto_event_t *ev,
+                       int64_t at)
+{
+    crater_proto_event_t e = *ev;
+    char why[1200];
+    bool failed = false;
+
+    if (ev->event == CRATER_PROTO_STARTED) {
+        gang_started(d, j, ev->replica, at);
+        return;
+    }
+    if (ev->replica == 0)
+        log_expect(j, ev);
+    if (!gang_exited(j,
+                     ev->replica,
+                     ev->exit_code,
+                     ev->signal,
+                     ev->oom,
+                     &failed)) {
+        job_save(d, j, NULL, NULL);
+        return;
+    }
+    if (failed) {
+        int n = snprintf(why,
+                         sizeof(why),
+                         "replica %u on %s: ",
+                         ev->replica,
+                         node_by_sid(d, j->rep[ev->replica].pl.node)->name);
+        if (ev->error && *ev->error)
+            snprintf(why + n, sizeof(why) - (size_t)n, "%s", ev->error);
+        else if (ev->oom)
+            snprintf(why + n, sizeof(why) - (size_t)n, "OOM-killed");
+        else if (ev->signal)
+            snprintf(why + n,
+                     sizeof(why) - (size_t)n,
+                     "killed by signal %d",
+                     ev->signal);
+        else
+            snprintf(why + n,
+                     sizeof(why) - (size_t)n,
+                     "exit code %d",
+                     ev->exit_code);
+        e.error = why;
+    }
+    job_exited_at(d, j, &e, at);
+}
+
 /* One (decoded) event. */
 static void apply_event(crater_daemon_t *d,
                         dnode_t *n,
                         const crater_proto_event_t *ev)
 {
-    djob_t *j = placed_job(d, n, ev->job, ev->attempt);
+    djob_t *j = placed_job(d, n, ev->job, ev->attempt, ev->replica);
     int64_t at = ev->time_ms;
     char reason[96];
 
@@ -448,10 +555,19 @@ static void apply_event(crater_daemon_t *d,
         at = 0; /* a clock far off: craterd's time */
     if (!j) {   /* not ours (any more): make sure it does not keep running */
         if (ev->event == CRATER_PROTO_STARTED)
-            order_stop(d, n, ev->job, ev->attempt, "not placed here");
+            order_stop(d,
+                       n,
+                       ev->job,
+                       ev->attempt,
+                       ev->replica,
+                       "not placed here");
         return;
     }
     at = not_before_last(j, at);
+    if (j->nrep) {
+        gang_event(d, j, ev, at);
+        return;
+    }
     if (ev->event == CRATER_PROTO_STARTED) {
         snprintf(reason, sizeof(reason), "started by agent (pid %d)", ev->pid);
         if (j->state == JS_BOUND)
@@ -559,13 +675,13 @@ static void h_heartbeat(crater_http_req_t *r,
     apply_util(d, n, &hb);
     for (size_t i = 0; i < hb.ntasks; i++) {
         const crater_proto_usage_t *u = &hb.tasks[i];
-        djob_t *j = placed_job(d, n, u->job, u->attempt);
+        djob_t *j = placed_job(d, n, u->job, u->attempt, u->replica);
         if (j && j->state == JS_LOST) /* the node is back; so is the task */
             job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
-        if (j)
+        if (j && u->replica == 0) /* a gang's samples: its first replica */
             add_sample(j, u, now);
-        else /* runs there but is not ours (any more): stop it */
-            order_stop(d, n, u->job, u->attempt, "not placed here");
+        else if (!j) /* runs there but is not ours (any more): stop it */
+            order_stop(d, n, u->job, u->attempt, u->replica, "not placed here");
     }
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
 out:
@@ -684,8 +800,9 @@ static djob_t *log_target(crater_daemon_t *d,
 {
     const char *stream = crater_http_query(r, "stream");
     const char *att = crater_http_query(r, "attempt");
+    const char *rep = crater_http_query(r, "replica");
     const char *id = crater_http_param(r, "job");
-    uint64_t jid = 0, a64 = 0;
+    uint64_t jid = 0, a64 = 0, r64 = 0;
     uint32_t a;
     djob_t *j;
     int s;
@@ -706,13 +823,20 @@ static djob_t *log_target(crater_daemon_t *d,
         api_errorf(resp, CRATER_ERANGE, "attempt", "no attempt '%s'", att);
         return NULL;
     }
-    if (log_path(d,
-                 j->id,
-                 a,
-                 stream ? stream : "stdout",
-                 &s,
-                 u->path,
-                 sizeof(u->path))
+    if (rep
+        && (crater_http_parse_uint(rep, UINT32_MAX, &r64) < 0
+            || r64 >= job_ntasks(j))) {
+        api_errorf(resp, CRATER_ERANGE, "replica", "no replica '%s'", rep);
+        return NULL;
+    }
+    if (log_path_replica(d,
+                         j->id,
+                         a,
+                         (uint32_t)r64,
+                         stream ? stream : "stdout",
+                         &s,
+                         u->path,
+                         sizeof(u->path))
         < 0) {
         api_errorf(resp,
                    CRATER_EINVAL,
@@ -722,8 +846,11 @@ static djob_t *log_target(crater_daemon_t *d,
     }
     if (api_query_offset(r, "offset", &u->off, resp) < 0)
         return NULL;
-    if (!(a == j->attempts && j->ever_placed && j->pl.node == n->sid)
-        && !(a == j->prev_attempt && j->prev_node == n->sid)) {
+    if (!(a == j->attempts && j->ever_placed
+          && job_task_pl(j, (uint32_t)r64)->node == n->sid)
+        && !(a == j->prev_attempt
+             && (r64 ? job_task_pl(j, (uint32_t)r64)->node : j->prev_node)
+                    == n->sid)) {
         api_errorf(resp,
                    CRATER_EPERM,
                    "job",
@@ -740,6 +867,8 @@ static djob_t *log_target(crater_daemon_t *d,
     else if (u->off + len > u->limit)
         u->len = (size_t)(u->limit - u->off);
     u->cut = u->off + len > u->limit;
+    if (r64) /* the job's log counters follow its first replica */
+        return j;
     job_log_attempt(j, a);
     if (j->log_attempt == a) {
         u->all_before = j->log_truncated[s];

@@ -230,6 +230,7 @@ static djob_t *new_job(crater_daemon_t *d,
     j->attempts = 1;
     j->state = JS_PENDING;
     if (!j->history || !j->samples || !j->name || !j->tenant
+        || gang_init(j, err) < 0
         || crater_effective_priority(spec->priority_class,
                                      spec->priority,
                                      &j->priority,
@@ -250,20 +251,51 @@ static int admit(crater_daemon_t *d,
                  crater_jobspec_t *spec,
                  crater_error_t *err)
 {
-    if (spec->replicas > 1)
-        return crater_errorf_field(err,
-                                   CRATER_EIMPOSSIBLE,
-                                   "replicas",
-                                   "craterd runs single-replica jobs so far; "
-                                   "submit %u jobs or use"
-                                   " `crater sim` for gangs",
-                                   spec->replicas);
     const char *tenant = spec->tenant ? spec->tenant : "default";
     uint32_t uid;
 
+    if (spec->replicas > JOB_MAX_REPLICAS)
+        return crater_errorf_field(err,
+                                   CRATER_EIMPOSSIBLE,
+                                   "replicas",
+                                   "craterd runs at most %d replicas of a "
+                                   "job, this one asks %u",
+                                   JOB_MAX_REPLICAS,
+                                   spec->replicas);
     if (tenant_admit(d, tenant, spec, err) < 0)
         return -1;
     return tenant_uid(d, tenant, &uid, err); /* stored before the job */
+}
+
+/* A multi-replica job: could all its replicas run at once on the empty
+ * cluster (the core's gang placement on the twin, released at once)? */
+static int feasible_gang(crater_daemon_t *d,
+                         const crater_jobspec_t *spec,
+                         const crater_request_t *req,
+                         crater_error_t *err)
+{
+    crater_placement_t *pl = calloc(spec->replicas, sizeof(*pl));
+    crater_error_t why = {0};
+    int rc;
+
+    if (!pl)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    rc = crater_sched_place_gang(d->twin, req, spec->replicas, 1, pl, &why);
+    for (uint32_t r = 0; rc == 0 && r < spec->replicas; r++)
+        crater_sched_release(d->twin, 1 + r, NULL);
+    free(pl);
+    if (rc == 0)
+        return 0;
+    if (why.errnum != CRATER_EUNSCHED)
+        return crater_errorf(err, why.errnum, "%s", why.text);
+    return crater_errorf_field(err,
+                               CRATER_EIMPOSSIBLE,
+                               "replicas",
+                               "no arrangement of this cluster's nodes could "
+                               "ever run its %u replicas at once, even "
+                               "empty: %s",
+                               spec->replicas,
+                               why.text);
 }
 
 /* Could the job ever run here: does it fit some node of the cluster when
@@ -283,6 +315,8 @@ static int feasible(crater_daemon_t *d,
         return 0;
     if (crater_request_from_spec(d->twin, spec, &req, err) < 0)
         return -1;
+    if (spec->replicas > 1)
+        return feasible_gang(d, spec, &req, err);
     if (crater_sched_place(d->twin, &req, &pl, &why) == 0)
         return 0;
     if (why.errnum != CRATER_EUNSCHED)
@@ -891,6 +925,29 @@ int log_path(crater_daemon_t *d,
     return 0;
 }
 
+int log_path_replica(crater_daemon_t *d,
+                     uint64_t id,
+                     uint32_t attempt,
+                     uint32_t replica,
+                     const char *stream,
+                     int *which,
+                     char *buf,
+                     size_t n)
+{
+    if (log_path(d, id, attempt, stream, which, buf, n) < 0)
+        return -1;
+    if (replica)
+        snprintf(buf,
+                 n,
+                 "%s/logs/%" PRIu64 ".%" PRIu32 ".r%" PRIu32 ".%s",
+                 d->data_dir,
+                 id,
+                 attempt,
+                 replica,
+                 stream);
+    return 0;
+}
+
 /* The attempt a log request reads: ?attempt=N (1..attempts), else the
  * latest attempt that has output (a requeued job waiting for its next
  * attempt shows the previous one's). 0 with resp filled on error. */
@@ -924,6 +981,29 @@ static uint32_t log_attempt_of(crater_daemon_t *d,
             && access(path, F_OK) == 0)
             break;
     return n ? (uint32_t)n : 1;
+}
+
+/* ?replica=N of a multi-replica job (0..replicas-1; default 0). */
+static int log_replica_of(crater_http_req_t *r,
+                          const djob_t *j,
+                          uint32_t *out,
+                          crater_http_resp_t *resp)
+{
+    const char *s = crater_http_query(r, "replica");
+    uint64_t n = 0;
+
+    if (s
+        && (crater_http_parse_uint(s, UINT32_MAX, &n) < 0
+            || n >= job_ntasks(j))) {
+        api_errorf(resp,
+                   CRATER_ERANGE,
+                   "replica",
+                   "replica must be between 0 and %" PRIu32,
+                   job_ntasks(j) - 1);
+        return -1;
+    }
+    *out = (uint32_t)n;
+    return 0;
 }
 
 static void read_log(const char *path,
@@ -965,7 +1045,7 @@ static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     uint64_t l = lim ? parse_id(lim) : LOG_CHUNK_DEFAULT;
     char path[4096];
     principal_t p;
-    uint32_t att;
+    uint32_t att, rep;
     bool complete;
     djob_t *j;
 
@@ -982,9 +1062,10 @@ static void h_logs(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                    "stream must be stdout or stderr");
         goto out;
     }
-    if (!(att = log_attempt_of(d, r, j, stream, resp)))
+    if (!(att = log_attempt_of(d, r, j, stream, resp))
+        || log_replica_of(r, j, &rep, resp) < 0)
         goto out;
-    log_path(d, j->id, att, stream, NULL, path, sizeof(path));
+    log_path_replica(d, j->id, att, rep, stream, NULL, path, sizeof(path));
     /* an earlier attempt's log is complete: its task is gone */
     complete = att < j->attempts || job_logs_complete(j);
     if (l == 0 || l > LOG_CHUNK_MAX) {

@@ -110,7 +110,7 @@ static void drain(crater_daemon_t *d, dnode_t *n, const char *why)
     n->draining = true;
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
-        if (j->placed && j->pl.node == n->sid)
+        if (j->placed && job_on_node(j, n->sid))
             evict(d, j, reason);
     }
 }
@@ -229,13 +229,14 @@ static void gpu_use(
     *tasks = 0;
     for (size_t i = 0; i < d->njobs; i++) {
         const djob_t *j = d->jobs[i];
-        if (!j->placed || j->pl.node != n->sid)
-            continue;
-        for (uint32_t k = 0; k < j->pl.ngpus; k++)
-            if (j->pl.gpu[k] == g) {
-                *bytes += (uint64_t)j->pl.gpu_mib[k] << 20;
-                (*tasks)++;
-            }
+        for (uint32_t r = 0; j->placed && r < job_ntasks(j); r++) {
+            const crater_placement_t *pl = job_task_pl(j, r);
+            for (uint32_t k = 0; pl->node == n->sid && k < pl->ngpus; k++)
+                if (pl->gpu[k] == g) {
+                    *bytes += (uint64_t)pl->gpu_mib[k] << 20;
+                    (*tasks)++;
+                }
+        }
     }
 }
 
@@ -474,10 +475,11 @@ static json_t *force_release(crater_daemon_t *d,
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
         bool on = false;
-        if (!j->placed || j->pl.node != n->sid)
-            continue;
-        for (uint32_t k = 0; k < j->pl.ngpus; k++)
-            on |= j->pl.gpu[k] == g;
+        for (uint32_t r = 0; j->placed && r < job_ntasks(j); r++) {
+            const crater_placement_t *pl = job_task_pl(j, r);
+            for (uint32_t k = 0; pl->node == n->sid && k < pl->ngpus; k++)
+                on |= pl->gpu[k] == g;
+        }
         if (!on)
             continue;
         node_send_stop(d, j, reason);

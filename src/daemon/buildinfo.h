@@ -6,8 +6,10 @@
 
 /* The agent protocol's version (doc/agent.md). Register carries it; craterd
  * refuses an agent that speaks another. 2: task events, adoption, logs per
- * attempt. 3: the tenant's task uid/gid in the task order. */
-#define CRATER_AGENT_PROTOCOL 3
+ * attempt. 3: the tenant's task uid/gid in the task order. 4: a replica index
+ * in task orders, stops, events, held tasks and usage (multi-replica
+ * jobs). */
+#define CRATER_AGENT_PROTOCOL 4
 
 /* Static string, never freed. */
 const char *crater_version(void);

@@ -382,6 +382,7 @@ static void free_state(crater_daemon_t *d)
         json_decref(n->hw);
         crater_cluster_destroy(n->model);
         free(n->reason);
+        free(n->addr);
         free(n->hw_change);
         free(n->name);
         free(n);

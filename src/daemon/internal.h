@@ -65,6 +65,23 @@ bool job_state_holds(job_state_t s); /* holds a placement */
 
 #define JOB_MAX_SAMPLES 720
 
+/* Replicas craterd runs per job (gang.c); a spec asking more is refused
+ * at admission. Core task ids hold the index in 16 bits. */
+#define JOB_MAX_REPLICAS 256
+
+/* One replica of a multi-replica job (gang.c): where it runs and how it
+ * ended. state is JS_BOUND, JS_RUNNING, or the final state it reached
+ * (JS_CANCELLED: stopped because the gang ended); JS_PENDING before the
+ * gang is placed. */
+typedef struct djob_rep {
+    crater_placement_t pl;
+    job_state_t state;
+    int exit_code, exit_signal;
+    bool oom;
+    bool stopping;    /* a stop order went out for this attempt */
+    uint32_t attempt; /* the attempt it was bound for */
+} djob_rep_t;
+
 typedef struct djob {
     uint64_t id;
     bool durable; /* its submission is committed: visible, schedulable */
@@ -104,6 +121,12 @@ typedef struct djob {
     uint32_t prev_node;    /* it ran on (its output may still arrive) */
     uint64_t array_id;     /* its array (the first job's id); 0 = none */
     uint32_t array_index;  /* its index in the array */
+    /* Multi-replica jobs (spec replicas > 1, gang.c): nrep replicas, all
+     * placed together (pl mirrors rep[0].pl) and run, failed, preempted
+     * and requeued as a unit; nrep 0 for a single-replica job. Owned. */
+    uint32_t nrep;
+    djob_rep_t *rep;
+    uint32_t master_port; /* the gang's MASTER_PORT while placed */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -136,6 +159,8 @@ typedef struct dnode {
     json_t *hw;              /* the Node document as stored */
     crater_cluster_t *model; /* hw decoded: the full model (the core keeps
                                 only what it schedules on) */
+    char *addr; /* the agent's address as craterd saw it at register (its
+                   replicas' MASTER_ADDR); NULL = the node's name */
     crater_node_util_t util;
     double util_mem_bw; /* unused placeholder for later dimensions */
     /* work channel */
@@ -312,6 +337,60 @@ void job_set_state_at(crater_daemon_t *d,
  * agent (SIGTERM, gracePeriod, SIGKILL). */
 void job_cancel(crater_daemon_t *d, djob_t *j, const char *reason);
 
+/* ---- gang.c ---------------------------------------------------------------
+ *
+ * A job's tasks: one for a single-replica job (j->pl, core task id
+ * j->id), nrep for a multi-replica one (rep[r].pl, core task ids
+ * GANG_TASK_BIT | id << 16 | r, consecutive as the core's gang placement
+ * wants). */
+#define GANG_TASK_BIT (1ull << 63)
+static inline uint32_t job_ntasks(const djob_t *j)
+{
+    return j->nrep ? j->nrep : 1;
+}
+static inline const crater_placement_t *job_task_pl(const djob_t *j, uint32_t r)
+{
+    return j->nrep ? &j->rep[r].pl : &j->pl;
+}
+uint64_t job_task_id(const djob_t *j, uint32_t r);
+/* The job id of a core task id (either form). */
+uint64_t task_job_id(uint64_t task);
+/* Does one of j's tasks hold node sid (j->placed)? */
+bool job_on_node(const djob_t *j, uint32_t sid);
+/* Size j->rep for its spec (at submission and load); -1 on ENOMEM. */
+int gang_init(djob_t *j, crater_error_t *err);
+/* Place and commit every replica of j at once, or none (rc -1, err says
+ * why). Fills rep[].pl, j->pl and the gang's MASTER_PORT. */
+int gang_place(crater_daemon_t *d, djob_t *j, crater_error_t *err);
+/* Mark the replicas bound for the current attempt. */
+void gang_bound(djob_t *j);
+/* Return every replica's charges to the core. */
+void gang_release(crater_daemon_t *d, djob_t *j);
+/* Charge a loaded job's replicas again (restart). */
+int gang_recommit(crater_daemon_t *d, djob_t *j, crater_error_t *err);
+struct crater_proto_task;
+/* The torchrun variables of replica r (MASTER_ADDR, MASTER_PORT,
+ * WORLD_SIZE, RANK, LOCAL_RANK, NODE_RANK, CRATER_REPLICA). */
+int gang_env(crater_daemon_t *d,
+             const djob_t *j,
+             uint32_t r,
+             struct crater_proto_task *t);
+/* Replica r of j started (pid): j runs once any of them does. */
+void gang_started(crater_daemon_t *d, djob_t *j, uint32_t r, int64_t at);
+/* Replica r exited (code, signal, OOM): record it. Returns true when the
+ * job's state follows from this exit (the caller applies the job-level
+ * transition: first failure fails the gang, the last success succeeds
+ * it); false when the job keeps running (other replicas still run). */
+bool gang_exited(
+    djob_t *j, uint32_t r, int code, int signal, bool oom, bool *failed);
+/* j's tasks ended with the job (state to): mark them; stop the ones
+ * still running. Called by job_set_state_at before the release. */
+void gang_ended(crater_daemon_t *d, djob_t *j, job_state_t to);
+/* "replicas": [{replica, node, state, exit}] (API) and the stored form. */
+json_t *gang_json(crater_daemon_t *d, const djob_t *j);
+json_t *gang_store(crater_daemon_t *d, const djob_t *j);
+int gang_load(crater_daemon_t *d, djob_t *j, json_t *v);
+
 /* ---- arrays.c -------------------------------------------------------------
  */
 darray_t *array_find(crater_daemon_t *d, uint64_t id);
@@ -357,19 +436,27 @@ void node_complete_poll(dnode_t *n);
 struct crater_proto_task;
 int task_order(crater_daemon_t *d,
                const djob_t *j,
+               uint32_t replica,
                struct crater_proto_task *out);
-void node_send_start(crater_daemon_t *d, djob_t *j);
+/* Start orders for j's tasks: on every node, or only on only. */
+void node_send_start(crater_daemon_t *d, djob_t *j, const dnode_t *only);
 void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason);
 /* The safety watermark acting, after a heartbeat's measurements reached
  * the core: each task crater_sched_watermark_victims() names on n that is
  * bound or running is stopped and requeued (state preempting, a reason,
  * a "watermark" decision); one already stopping is left to finish. */
 void node_watermark(crater_daemon_t *d, dnode_t *n);
+/* A stop order for one replica of j's current attempt. */
+void node_send_stop_replica(crater_daemon_t *d,
+                            djob_t *j,
+                            uint32_t r,
+                            const char *reason);
 /* A stop order for job's attempt on n (reason may be NULL). */
 void node_order_stop(crater_daemon_t *d,
                      dnode_t *n,
                      const char *job,
                      uint32_t attempt,
+                     uint32_t replica,
                      uint64_t grace_ms,
                      const char *reason);
 
@@ -528,6 +615,16 @@ int log_path(crater_daemon_t *d,
              int *which,
              char *buf,
              size_t n);
+/* The same for replica r of a multi-replica job:
+ * DATA/logs/<id>.<attempt>.r<r>.<stream> (r 0: log_path's name). */
+int log_path_replica(crater_daemon_t *d,
+                     uint64_t id,
+                     uint32_t attempt,
+                     uint32_t replica,
+                     const char *stream,
+                     int *which,
+                     char *buf,
+                     size_t n);
 /* Log counters of j reset for a later attempt (a no-op for attempt <=
  * the one they count). */
 void job_log_attempt(djob_t *j, uint32_t attempt);

@@ -105,6 +105,7 @@ void job_free(djob_t *j)
     json_decref(j->spec_json);
     json_decref(j->history);
     json_decref(j->samples);
+    free(j->rep);
     free(j);
 }
 
@@ -382,6 +383,8 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
                             json_boolean(job_logs_complete(j)));
     if (j->placed || (j->ever_placed && job_state_final(j->state)))
         json_object_set_new(o, "placement", placement_json(d, &j->pl));
+    if (j->nrep)
+        json_object_set_new(o, "replicas", gang_json(d, j));
     if (j->last_reason && j->state == JS_PENDING)
         json_object_set_new(o, "reason", json_string(j->last_reason));
     else if (job_state_final(j->state)) /* why it ended (time limit ...) */
@@ -438,6 +441,8 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
         json_object_set_new(o, "placement", placement_store(d, &j->pl));
     else if (o && j->ever_placed)
         json_object_set_new(o, "last_placement", placement_store(d, &j->pl));
+    if (o && j->nrep && j->ever_placed)
+        json_object_set_new(o, "replicas", gang_store(d, j));
     return o;
 }
 
@@ -513,7 +518,7 @@ static int job_fill(crater_daemon_t *d, djob_t *j, crater_error_t *err)
 
     j->name = strdup(job_default_name(j->spec));
     j->tenant = strdup(tenant);
-    if (!j->name || !j->tenant)
+    if (!j->name || !j->tenant || gang_init(j, err) < 0)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     return crater_request_from_spec(d->sched, j->spec, &j->req, err);
 }
@@ -590,6 +595,11 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     last = json_object_get(v, "last_placement");
     if (!pl && last && placement_load(d, last, &j->pl) == 0)
         j->ever_placed = true;
+    if (j->nrep && j->ever_placed
+        && gang_load(d, j, json_object_get(v, "replicas")) < 0) {
+        crater_errorf(err, CRATER_EPARSE, "malformed job record: replicas");
+        goto fail;
+    }
     return j;
 fail:
     job_free(j);
@@ -764,7 +774,10 @@ void job_release(crater_daemon_t *d, djob_t *j)
 {
     if (!j->placed)
         return;
-    crater_sched_release(d->sched, j->id, NULL);
+    if (j->nrep)
+        gang_release(d, j);
+    else
+        crater_sched_release(d->sched, j->id, NULL);
     j->placed = false;
     loop_capacity_changed(d);
 }
@@ -787,6 +800,8 @@ void job_set_state_at(crater_daemon_t *d,
 
     if (to == JS_RUNNING && !j->started_ms)
         j->started_ms = now;
+    if (j->nrep && (to == JS_PENDING || job_state_final(to)))
+        gang_ended(d, j, to); /* before the release: stop orders need it */
     if (job_state_final(to)) {
         j->finished_ms = now;
         job_release(d, j);

@@ -141,7 +141,7 @@ static void bind_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
                    id,
                    err ? err->text : "");
     else if (j && j->state == JS_BOUND && j->placed)
-        node_send_start(d, j);
+        node_send_start(d, j, NULL);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -155,10 +155,13 @@ static void bind_job(crater_daemon_t *d,
     char reason[256];
     void **ctx;
 
-    if (crater_sched_commit(d->sched, j->id, &j->req, pl, &err) < 0) {
+    if (!j->nrep /* a gang is committed by gang_place */
+        && crater_sched_commit(d->sched, j->id, &j->req, pl, &err) < 0) {
         crater_log(LOG_ERR, "job %" PRIu64 ": commit: %s", j->id, err.text);
         return;
     }
+    if (j->nrep)
+        gang_bound(j);
     j->pl = *pl;
     j->placed = true;
     j->ever_placed = true;
@@ -228,7 +231,8 @@ static uint32_t stop_victims(crater_daemon_t *d,
              j->id,
              j->priority);
     for (uint32_t i = 0; i < plan->nvictims; i++) {
-        djob_t *v = job_find(d, plan->victims[i]);
+        /* a gang's tasks carry their replica: one stop per job */
+        djob_t *v = job_find(d, task_job_id(plan->victims[i]));
         if (!v || v->state == JS_PREEMPTING)
             continue;
         json_array_append_new(victims, json_integer((json_int_t)v->id));
@@ -365,13 +369,15 @@ static void schedule_one(crater_daemon_t *d, djob_t *j)
     double t0 = mono_s(), lat;
     int rc;
 
-    rc = backfill_place(d, j, &pl, &err); /* EASY: backfill.c */
+    rc = j->nrep ? gang_place(d, j, &err)
+                 : backfill_place(d, j, &pl, &err); /* EASY: backfill.c */
     lat = mono_s() - t0;
     crater_metric_observe(d->m_lat, NULL, lat);
     d->decisions++;
     if (rc == 0)
-        bind_job(d, j, &pl, lat);
-    else if (rc > 0) /* fits, but would delay the reserved head */
+        bind_job(d, j, j->nrep ? &j->pl : &pl, lat);
+    else if (rc > 0 || j->nrep) /* delays the reserved head; gangs do not
+                                   preempt yet */
         unschedulable(d, j, &err);
     else if (!try_preempt(d, j, &perr)) {
         backfill_reserve(d, j);
@@ -462,14 +468,15 @@ static void consider(crater_daemon_t *d, djob_t *j)
 static void usage_add(crater_tenant_usage_t *u,
                       size_t *n,
                       size_t cap,
-                      const djob_t *j)
+                      const djob_t *j,
+                      const crater_placement_t *pl)
 {
     size_t i = 0;
-    double g = j->pl.whole ? j->pl.ngpus : 0;
+    double g = pl->whole ? pl->ngpus : 0;
 
-    if (!j->pl.whole)
-        for (uint32_t k = 0; k < j->pl.ngpus; k++)
-            g += (double)j->pl.gpu_mib[k] / (80.0 * 1024);
+    if (!pl->whole)
+        for (uint32_t k = 0; k < pl->ngpus; k++)
+            g += (double)pl->gpu_mib[k] / (80.0 * 1024);
     while (i < *n && strcmp(u[i].tenant, j->tenant) != 0)
         i++;
     if (i == *n) {
@@ -480,8 +487,8 @@ static void usage_add(crater_tenant_usage_t *u,
         (*n)++;
     }
     u[i].alloc[CRATER_QDIM_GPU] += g;
-    u[i].alloc[CRATER_QDIM_CPU] += (double)j->pl.cpu_milli;
-    u[i].alloc[CRATER_QDIM_MEM] += (double)j->pl.mem_bytes;
+    u[i].alloc[CRATER_QDIM_CPU] += (double)pl->cpu_milli;
+    u[i].alloc[CRATER_QDIM_MEM] += (double)pl->mem_bytes;
 }
 
 static crater_tenant_usage_t *share_input(crater_daemon_t *d,
@@ -500,8 +507,13 @@ static crater_tenant_usage_t *share_input(crater_daemon_t *d,
         in->capacity[CRATER_QDIM_MEM] += (double)crater_node_memory_bytes(n);
     }
     for (size_t i = 0; u && i < d->njobs; i++)
-        if (d->jobs[i]->placed)
-            usage_add(u, &in->nusage, cap, d->jobs[i]);
+        for (uint32_t r = 0; d->jobs[i]->placed && r < job_ntasks(d->jobs[i]);
+             r++)
+            usage_add(u,
+                      &in->nusage,
+                      cap,
+                      d->jobs[i],
+                      job_task_pl(d->jobs[i], r));
     in->usage = u;
     return u;
 }

@@ -255,6 +255,34 @@ typedef struct node_agg {
     json_t *jobs; /* ids of the jobs placed there */
 } node_agg_t;
 
+/* Add task r of j to its node's allocation and jobs. */
+static void aggregate_task(crater_daemon_t *d,
+                           node_agg_t *agg,
+                           const djob_t *j,
+                           uint32_t r,
+                           char id[24])
+{
+    const crater_placement_t *pl = job_task_pl(j, r);
+    dnode_t *n = node_by_sid(d, pl->node);
+    const char *last;
+    node_agg_t *g;
+
+    if (!n)
+        return;
+    g = &agg[node_index(d, n)];
+    for (uint32_t k = 0; k < pl->ngpus; k++) {
+        g->a.gpu_mem += (uint64_t)pl->gpu_mib[k] << 20;
+        g->a.gpu_mib[pl->gpu[k]] += pl->gpu_mib[k];
+    }
+    g->a.cpu += pl->cpu_milli;
+    g->a.mem += pl->mem_bytes;
+    snprintf(id, 24, "%" PRIu64, j->id);
+    last = json_string_value(
+        json_array_get(g->jobs, json_array_size(g->jobs) - 1));
+    if (!last || strcmp(last, id) != 0) /* two replicas on one node */
+        json_array_append_new(g->jobs, json_string(id));
+}
+
 /* Allocation and jobs of every node in one pass over the jobs: O(jobs +
  * nodes), not O(jobs x nodes). Indexed like d->nodes. */
 static node_agg_t *aggregate(crater_daemon_t *d)
@@ -266,22 +294,10 @@ static node_agg_t *aggregate(crater_daemon_t *d)
         return NULL;
     for (size_t i = 0; i < d->nnodes; i++)
         agg[i].jobs = json_array();
-    for (size_t i = 0; i < d->njobs; i++) {
-        const djob_t *j = d->jobs[i];
-        dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
-        node_agg_t *g;
-        if (!n)
-            continue;
-        g = &agg[node_index(d, n)];
-        for (uint32_t k = 0; k < j->pl.ngpus; k++) {
-            g->a.gpu_mem += (uint64_t)j->pl.gpu_mib[k] << 20;
-            g->a.gpu_mib[j->pl.gpu[k]] += j->pl.gpu_mib[k];
-        }
-        g->a.cpu += j->pl.cpu_milli;
-        g->a.mem += j->pl.mem_bytes;
-        snprintf(id, sizeof(id), "%" PRIu64, j->id);
-        json_array_append_new(g->jobs, json_string(id));
-    }
+    for (size_t i = 0; i < d->njobs; i++)
+        for (uint32_t r = 0; d->jobs[i]->placed && r < job_ntasks(d->jobs[i]);
+             r++)
+            aggregate_task(d, agg, d->jobs[i], r, id);
     return agg;
 }
 
@@ -507,11 +523,15 @@ void node_poll_tick(crater_daemon_t *d, int64_t now)
 }
 
 /* The job's variables, then what craterd sets: its GPUs' UUIDs in
- * placement order, the job id and the attempt. */
-static int order_env(const djob_t *j,
+ * placement order, the job id and the attempt (and a replica's torchrun
+ * variables, gang.c). */
+static int order_env(crater_daemon_t *d,
+                     const djob_t *j,
+                     uint32_t r,
                      const crater_node_t *cn,
                      crater_proto_task_t *t)
 {
+    const crater_placement_t *pl = job_task_pl(j, r);
     char uuids[CRATER_MAX_GPUS_PER_NODE * 48] = "", num[24];
     size_t off = 0;
     int rc = 0;
@@ -520,8 +540,8 @@ static int order_env(const djob_t *j,
         rc |= crater_proto_task_setenv(t,
                                        j->spec->env[i].key,
                                        j->spec->env[i].value);
-    for (uint32_t i = 0; i < j->pl.ngpus && cn; i++) {
-        const char *u = cn->gpus[j->pl.gpu[i]].uuid;
+    for (uint32_t i = 0; i < pl->ngpus && cn; i++) {
+        const char *u = cn->gpus[pl->gpu[i]].uuid;
         off += (size_t)snprintf(uuids + off,
                                 sizeof(uuids) - off,
                                 "%s%s",
@@ -536,17 +556,17 @@ static int order_env(const djob_t *j,
     rc |= crater_proto_task_setenv(t, "CRATER_JOB_ID", num);
     snprintf(num, sizeof(num), "%" PRIu32, j->attempts);
     rc |= crater_proto_task_setenv(t, "CRATER_ATTEMPT", num);
+    if (j->nrep)
+        rc |= gang_env(d, j, r, t);
     return rc ? -1 : 0;
 }
 
 /* Where j runs: its node, its GPUs with the memory charged on each, its
  * NUMA node and the block device its IO was placed on. */
-static int order_placement(const djob_t *j,
+static int order_placement(const crater_placement_t *pl,
                            const crater_node_t *cn,
                            crater_proto_placement_t *p)
 {
-    const crater_placement_t *pl = &j->pl;
-
     p->node = strdup(cn ? cn->name : "");
     for (uint32_t i = 0; i < pl->ngpus && cn; i++) {
         const crater_gpu_t *g = &cn->gpus[pl->gpu[i]];
@@ -568,9 +588,13 @@ static int order_placement(const djob_t *j,
     return p->node ? 0 : -1;
 }
 
-int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
+int task_order(crater_daemon_t *d,
+               const djob_t *j,
+               uint32_t r,
+               crater_proto_task_t *t)
 {
-    const crater_node_t *cn = node_model(d, j->pl.node);
+    const crater_placement_t *pl = job_task_pl(j, r);
+    const crater_node_t *cn = node_model(d, pl->node);
     const crater_jobspec_t *s = j->spec;
     crater_error_t err;
     char id[24];
@@ -579,12 +603,13 @@ int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
     t->job = strdup(id);
     t->attempt = j->attempts;
+    t->replica = r;
     t->argv = crater_strv_dup(s->command);
     t->nargv = crater_strv_len(s->command);
     t->working_dir = s->workdir ? strdup(s->workdir) : NULL;
     t->limits = (crater_proto_limits_t){
-        .cpu_millis = j->pl.cpu_milli,
-        .memory_bytes = j->pl.mem_bytes,
+        .cpu_millis = pl->cpu_milli,
+        .memory_bytes = pl->mem_bytes,
         .cpu_limit_multiplier = s->cpu_limit_multiplier,
         .cpu_burst = s->cpu_burst,
         .io_profile = s->io_profile,
@@ -600,34 +625,47 @@ int task_order(crater_daemon_t *d, const djob_t *j, crater_proto_task_t *t)
     }
     t->gid = t->uid;
     if (!t->job || (s->command && !t->argv) || (s->workdir && !t->working_dir)
-        || order_env(j, cn, t) < 0
-        || order_placement(j, cn, &t->placement) < 0) {
+        || order_env(d, j, r, cn, t) < 0
+        || order_placement(pl, cn, &t->placement) < 0) {
         crater_proto_task_clear(t);
         return -1;
     }
     return 0;
 }
 
-void node_send_start(crater_daemon_t *d, djob_t *j)
+void node_send_start(crater_daemon_t *d, djob_t *j, const dnode_t *only)
 {
-    dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
-    crater_proto_item_t it = {.op = CRATER_PROTO_START};
-
-    if (!n || task_order(d, j, &it.task) < 0)
-        return;
-    node_push_work(d, n, crater_proto_item_encode(&it));
-    crater_proto_item_clear(&it);
+    for (uint32_t r = 0; j->placed && r < job_ntasks(j); r++) {
+        dnode_t *n = node_by_sid(d, job_task_pl(j, r)->node);
+        crater_proto_item_t it = {.op = CRATER_PROTO_START};
+        if (!n || (only && n != only) || task_order(d, j, r, &it.task) < 0)
+            continue;
+        node_push_work(d, n, crater_proto_item_encode(&it));
+        crater_proto_item_clear(&it);
+    }
 }
 
-void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
+void node_send_stop_replica(crater_daemon_t *d,
+                            djob_t *j,
+                            uint32_t r,
+                            const char *reason)
 {
-    dnode_t *n = j->placed ? node_by_sid(d, j->pl.node) : NULL;
+    dnode_t *n = j->placed ? node_by_sid(d, job_task_pl(j, r)->node) : NULL;
     char id[24];
 
     if (!n)
         return;
+    if (j->nrep)
+        j->rep[r].stopping = true;
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
-    node_order_stop(d, n, id, j->attempts, j->spec->grace_period_ms, reason);
+    node_order_stop(d, n, id, j->attempts, r, j->spec->grace_period_ms, reason);
+}
+
+void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
+{
+    for (uint32_t r = 0; r < job_ntasks(j); r++)
+        if (!j->nrep || !job_state_final(j->rep[r].state))
+            node_send_stop_replica(d, j, r, reason);
 }
 
 static void watermark_stop(crater_daemon_t *d, dnode_t *n, djob_t *j)
@@ -677,6 +715,7 @@ void node_order_stop(crater_daemon_t *d,
                      dnode_t *n,
                      const char *job,
                      uint32_t attempt,
+                     uint32_t replica,
                      uint64_t grace_ms,
                      const char *reason)
 {
@@ -684,6 +723,7 @@ void node_order_stop(crater_daemon_t *d,
         .op = CRATER_PROTO_STOP,
         .stop = {.job = (char *)job,
                  .attempt = attempt,
+                 .replica = replica,
                  .grace_period_ms = grace_ms,
                  .reason = (char *)(reason ? reason : "")},
     };
@@ -725,6 +765,17 @@ static void job_node_lost(crater_daemon_t *d, djob_t *j, int64_t now)
     job_set_state(d, j, JS_PENDING, "requeued: node lost");
 }
 
+/* Is a node of one of j's tasks gone (a gang is lost with any replica)? */
+static bool node_lost(crater_daemon_t *d, const djob_t *j, int64_t now)
+{
+    for (uint32_t r = 0; r < job_ntasks(j); r++) {
+        dnode_t *n = node_by_sid(d, job_task_pl(j, r)->node);
+        if (n && n->registered && !n->ready && now >= n->notready_since_ms)
+            return true;
+    }
+    return false;
+}
+
 static void node_went_away(crater_daemon_t *d, dnode_t *n, int64_t now)
 {
     n->ready = false;
@@ -755,11 +806,7 @@ void node_health_tick(crater_daemon_t *d, int64_t now)
     }
     for (size_t i = 0; lost && i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
-        dnode_t *n;
-        if (!j->placed || !job_state_holds(j->state))
-            continue;
-        n = node_by_sid(d, j->pl.node);
-        if (n && n->registered && !n->ready && now >= n->notready_since_ms)
+        if (j->placed && job_state_holds(j->state) && node_lost(d, j, now))
             job_node_lost(d, j, now);
     }
 }

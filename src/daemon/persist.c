@@ -257,7 +257,10 @@ static int load_job(crater_daemon_t *d,
     if (!j)
         return crater_errorf(err, err->errnum, "store: %s: %s", key, err->text);
     if (j->placed && job_state_holds(j->state)
-        && crater_sched_commit(d->sched, j->id, &j->req, &j->pl, err) < 0) {
+        && (j->nrep
+                ? gang_recommit(d, j, err)
+                : crater_sched_commit(d->sched, j->id, &j->req, &j->pl, err))
+               < 0) {
         crater_log(LOG_WARNING,
                    "job %" PRIu64 ": placement no longer fits"
                    " (%s); requeued",

@@ -1089,6 +1089,49 @@ static void array_row(const json_t *items,
                                 by[b].name);
 }
 
+/* One replica as "state" or "state:code" when it exited non-zero. */
+static size_t replica_text(const json_t *r, char *buf, size_t n)
+{
+    const json_t *ex = json_object_get(r, "exit");
+    json_int_t code = json_integer_value(json_object_get(ex, "code"));
+
+    if (code)
+        return (size_t)
+            snprintf(buf, n, "%s:%lld", str_of(r, "state"), (long long)code);
+    return (size_t)snprintf(buf, n, "%s", str_of(r, "state"));
+}
+
+/* A multi-replica job's STATE and NODE cells: "running (running,
+ * failed:3)" and its replicas' nodes, comma-separated; false for a
+ * single-replica job. */
+static bool replica_cells(
+    const json_t *j, char *st, size_t stn, char *nodes, size_t nn)
+{
+    const json_t *reps = json_object_get(j, "replicas"), *r;
+    size_t so, no = 0, i;
+
+    if (!json_is_array(reps) || json_array_size(reps) == 0)
+        return false;
+    so = (size_t)snprintf(st, stn, "%s (", str_of(j, "state"));
+    nodes[0] = '\0';
+    json_array_foreach(reps, i, r)
+    {
+        if (so < stn)
+            so += (size_t)snprintf(st + so, stn - so, "%s", i ? "," : "");
+        if (so < stn)
+            so += replica_text(r, st + so, stn - so);
+        if (no < nn && str_of(r, "node"))
+            no += (size_t)snprintf(nodes + no,
+                                   nn - no,
+                                   "%s%s",
+                                   no ? "," : "",
+                                   str_of(r, "node"));
+    }
+    if (so < stn)
+        snprintf(st + so, stn - so, ")");
+    return true;
+}
+
 int cli_print_jobs(FILE *fp, const json_t *items, int64_t now_ms)
 {
     static const char *const head[] =
@@ -1099,22 +1142,24 @@ int cli_print_jobs(FILE *fp, const json_t *items, int64_t now_ms)
     table_row(&t, head);
     for (; i < json_array_size(items); i = next) {
         const json_t *j = json_array_get(items, i);
-        char prio[32], gpus[32], age[32], aid[64], ast[256];
+        char prio[32], gpus[32], age[32], aid[64], ast[256], rnodes[256];
         const json_t *sub = json_object_get(j, "submitted_ms");
-        bool arr = array_of(j) && json_array_size(items) > 1;
+        bool arr = array_of(j) && json_array_size(items) > 1, gang = false;
         const char *row[8];
         next = i + 1;
         if (arr)
             array_row(items, i, &next, aid, sizeof(aid), ast, sizeof(ast));
+        else
+            gang = replica_cells(j, ast, sizeof(ast), rnodes, sizeof(rnodes));
         row[0] = arr ? aid : str_of(j, "id");
         row[1] = str_of(j, "name");
         row[2] = str_of(j, "tenant");
-        row[3] = arr ? ast : str_of(j, "state");
+        row[3] = arr || gang ? ast : str_of(j, "state");
         row[4] = int_text(json_object_get(j, "priority"), prio, sizeof(prio));
         row[5] = job_gpus(j, gpus, sizeof(gpus));
-        row[6] = arr && next > i + 1
-                     ? "-"
-                     : str_of(json_object_get(j, "placement"), "node");
+        row[6] = arr && next > i + 1 ? "-"
+                 : gang              ? rnodes
+                        : str_of(json_object_get(j, "placement"), "node");
         row[7] = json_is_integer(sub)
                      ? cli_format_age(now_ms - json_integer_value(sub),
                                       age,
@@ -1536,6 +1581,40 @@ static int history_block(FILE *fp, const json_t *hist)
     return table_done(&t, fp, "  ");
 }
 
+/* A multi-replica job's replicas: index, node, state, exit. */
+static int replicas_block(FILE *fp, const json_t *reps)
+{
+    table_t t = {.ncols = 4};
+    const json_t *r;
+    size_t i;
+
+    if (!json_is_array(reps) || json_array_size(reps) == 0)
+        return 0;
+    fprintf(fp, "Replicas:\n");
+    table_row(&t, (const char *const[]){"REPLICA", "NODE", "STATE", "EXIT"});
+    json_array_foreach(reps, i, r)
+    {
+        char idx[24], ex[64] = "";
+        const json_t *e = json_object_get(r, "exit");
+        snprintf(idx, sizeof(idx), "%zu", i);
+        if (json_is_object(e))
+            snprintf(ex,
+                     sizeof(ex),
+                     "%lld%s",
+                     (long long)json_integer_value(json_object_get(e, "code")),
+                     json_integer_value(json_object_get(e, "signal")) ? " ("
+                                                                        "signal"
+                                                                        ")"
+                                                                      : "");
+        table_row(&t,
+                  (const char *const[]){idx,
+                                        str_of(r, "node"),
+                                        str_of(r, "state"),
+                                        *ex ? ex : NULL});
+    }
+    return table_done(&t, fp, "  ");
+}
+
 static void exit_field(FILE *fp, const json_t *ex)
 {
     char buf[96];
@@ -1595,6 +1674,8 @@ int cli_print_job_describe(FILE *fp,
     if (json_is_string(json_object_get(spec, "timeLimit")))
         field(fp, "Time limit:", time_limit_text(spec, buf, sizeof(buf)));
     rc = placement_block(fp, json_object_get(job, "placement"));
+    if (rc == 0)
+        rc = replicas_block(fp, json_object_get(job, "replicas"));
     exit_field(fp, json_object_get(job, "exit"));
     if (rc == 0)
         rc = history_block(fp, json_object_get(job, "history"));

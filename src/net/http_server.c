@@ -359,6 +359,24 @@ const char *crater_http_body(const crater_http_req_t *r, size_t *len)
     return r->body_len > 0 ? r->body : "";
 }
 
+int crater_http_peer(const crater_http_req_t *r, char *buf, size_t n)
+{
+    const union MHD_ConnectionInfo *ad =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ad != NULL ? ad->client_addr : NULL;
+    socklen_t len = sa && sa->sa_family == AF_INET6
+                        ? sizeof(struct sockaddr_in6)
+                        : sizeof(struct sockaddr_in);
+
+    if (n)
+        buf[0] = '\0';
+    if (!sa || n == 0
+        || getnameinfo(sa, len, buf, (socklen_t)n, NULL, 0, NI_NUMERICHOST)
+               != 0)
+        return -1;
+    return 0;
+}
+
 /* ---- suspend / complete ------------------------------------------- */
 
 static void pend_unref(crater_http_pending_t *p)

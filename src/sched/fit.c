@@ -326,6 +326,8 @@ int sched__pick_gpus(struct sched_ctx *c, uint64_t cand)
 {
     const sched_policy_ops_t *pol = c->s->policy;
 
+    if (c->s->gpu_allow) /* the gang search's alternative (gang.c) */
+        cand &= c->s->gpu_allow;
     if (pol && pol->pick_gpus)
         return pol->pick_gpus(c, cand);
     return sched__pick_gpus_default(c, cand);

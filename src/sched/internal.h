@@ -249,6 +249,9 @@ struct crater_sched {
     uint64_t ver_clock;
     /* preempt.c: the planner's per-node bounds and buffers */
     struct sched_pre *pre;
+    /* gang.c: while its search runs, the GPUs (of the node evaluated) a
+     * request may take; 0 = any. sched__pick_gpus() applies it. */
+    uint64_t gpu_allow;
     /* policy.c */
     const struct sched_policy_ops *policy; /* NULL: "crater" */
     crater_typical_t *typical;             /* FGD's task distribution */

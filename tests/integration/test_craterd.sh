@@ -369,11 +369,11 @@ nowhere="preemptible: true"
 before=$(count_jobs)
 { jobtext bulk-1 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
   jobtext bulk-2 "$nowhere" "resources: {cpu: 1, memory: 1Gi}"; echo ---
-  jobtext bulk-3 "$nowhere" "replicas: 2" "resources: {cpu: 1, memory: 1Gi}"; } >"$tmp/multi"
+  jobtext bulk-3 "$nowhere" "replicas: 300" "resources: {cpu: 1, memory: 1Gi}"; } >"$tmp/multi"
 api POST /api/v1/jobs "$admin" "$tmp/multi"
 expect "one bad document refuses the request" 422 '.field == "replicas" and (.error | test("document 3")) and (.error | test("nothing was submitted"))'
 [ "$(count_jobs)" = "$before" ] && ok || bad "nothing of a refused request was created"
-sed -i 's/replicas: 2/priority: 5/' "$tmp/multi"
+sed -i 's/replicas: 300/priority: 5/' "$tmp/multi"
 api POST /api/v1/jobs "$admin" "$tmp/multi"
 expect "three documents, one transaction" 201 '(.items | length == 3) and .jobs == 3 and ([.items[].name] == ["bulk-1","bulk-2","bulk-3"]) and ((.items[2].id | tonumber) - (.items[0].id | tonumber) == 2)'
 job "$tmp/arr" arr "$nowhere" 'array: "0-99%5"' "resources: {cpu: 1, memory: 1Gi}"

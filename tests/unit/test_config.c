@@ -526,7 +526,7 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 16);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 13);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 15);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
                                          "backend")),

@@ -70,6 +70,7 @@ static void sample_task(crater_proto_task_t *t)
     memset(t, 0, sizeof(*t));
     t->job = strdup("17");
     t->attempt = 2;
+    t->replica = 3;
     t->argv = crater_strv_dup(argv);
     t->nargv = 3;
     ck_assert_int_eq(crater_proto_task_setenv(t, "A", "1"), 0);
@@ -108,6 +109,7 @@ static void check_task(const crater_proto_task_t *t)
 {
     ck_assert_str_eq(t->job, "17");
     ck_assert_uint_eq(t->attempt, 2);
+    ck_assert_uint_eq(t->replica, 3);
     ck_assert_uint_eq(t->nargv, 3);
     ck_assert_str_eq(t->argv[2], "--epochs=3");
     ck_assert_ptr_null(t->argv[3]);
@@ -230,6 +232,7 @@ START_TEST(events_round_trip)
          .time_ms = 1700000000000},
         {.job = "9",
          .attempt = 2,
+         .replica = 1,
          .event = CRATER_PROTO_EXITED,
          .time_ms = 1700000001000,
          .exit_code = 3,
@@ -250,6 +253,8 @@ START_TEST(events_round_trip)
     ck_assert_int_eq(out.events[0].time_ms, 1700000000000);
     ck_assert_int_eq(out.events[1].event, CRATER_PROTO_EXITED);
     ck_assert_int_eq(out.events[1].exit_code, 3);
+    ck_assert_uint_eq(out.events[0].replica, 0);
+    ck_assert_uint_eq(out.events[1].replica, 1);
     ck_assert_int_eq(out.events[1].signal, 9);
     ck_assert(out.events[1].oom);
     ck_assert_str_eq(out.events[1].error, "killed by the GPU watchdog");
@@ -417,6 +422,9 @@ START_TEST(task_malformed)
     task_refused("job", json_string("../etc"), "job");
     task_refused("job", json_integer(17), "job");
     task_refused("attempt", json_integer(0), "attempt");
+    task_refused("replica", json_integer(-1), "replica");
+    task_refused("replica", json_integer(CRATER_JOB_MAX_REPLICAS), "replica");
+    task_refused("replica", json_string("1"), "replica");
     task_refused("argv", json_array(), "argv");
     task_refused("argv", json_string("sleep 1"), "argv");
     task_refused("env.A", json_integer(1), "env.A");
