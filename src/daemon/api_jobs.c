@@ -1118,30 +1118,143 @@ static void dry_run(crater_daemon_t *d,
                                e ? e : json_null()));
 }
 
+/* ---- what-if on a batch ----------------------------------------------------
+ *
+ * POST /api/v1/schedule with several documents (or an array, or replicas)
+ * answers what would happen to the batch, in order, on the cluster as it
+ * is now: each job is placed and COMMITTED to the core under a scratch
+ * task id, so the next one sees it, and every scratch charge is released
+ * before d->mu is dropped (the scheduler thread never sees them). Nothing
+ * is stored and no queue order or preemption is simulated: it answers
+ * "does this batch fit, where, and what stays pending". */
+
+#define WHATIF_TASK_BASE (1ull << 62) /* no job id or gang task id here */
+
+typedef struct whatif {
+    crater_daemon_t *d;
+    uint64_t next; /* scratch task ids committed: BASE .. BASE + next */
+    size_t placed, pending;
+    json_t *items;
+} whatif_t;
+
+/* One job (all its replicas) of the batch: placed and committed, or why
+ * not. */
+static void whatif_job(whatif_t *w,
+                       const crater_jobspec_t *spec,
+                       const char *name,
+                       json_t *index)
+{
+    uint32_t n = spec->replicas > 1 ? spec->replicas : 1;
+    crater_placement_t *pl = calloc(n, sizeof(*pl));
+    crater_error_t err = {0};
+    crater_request_t req;
+    json_t *it = json_pack("{s:s}", "name", name), *where;
+    int rc = -1;
+
+    if (index)
+        json_object_set_new(it, "index", index);
+    if (!pl)
+        crater_errorf(&err, CRATER_ENOMEM, "out of memory");
+    else if (crater_request_from_spec(w->d->sched, spec, &req, &err) == 0)
+        rc = crater_sched_place_gang(w->d->sched,
+                                     &req,
+                                     n,
+                                     WHATIF_TASK_BASE + w->next,
+                                     pl,
+                                     &err);
+    if (rc == 0) {
+        w->next += n;
+        w->placed++;
+        where = json_array();
+        for (uint32_t r = 0; r < n; r++)
+            json_array_append_new(where, placement_json(w->d, &pl[r]));
+        json_object_set_new(it, "fits", json_true());
+        json_object_set_new(it, "placements", where);
+    } else {
+        w->pending++;
+        json_object_set_new(it, "fits", json_false());
+        json_object_set_new(it, "reason", json_string(err.text));
+    }
+    json_array_append_new(w->items, it);
+    free(pl);
+}
+
+static void whatif_release(whatif_t *w)
+{
+    for (uint64_t k = 0; k < w->next; k++)
+        crater_sched_release(w->d->sched, WHATIF_TASK_BASE + k, NULL);
+}
+
+/* The batch answer: {"items": [...], "placed": N, "pending": M}. */
+static void whatif_batch(crater_daemon_t *d,
+                         job_doc_t *docs,
+                         size_t ndocs,
+                         crater_http_resp_t *resp)
+{
+    whatif_t w = {.d = d, .items = json_array()};
+
+    for (size_t k = 0; k < ndocs; k++) {
+        const crater_jobspec_t *spec = docs[k].spec;
+        const char *name = job_default_name(spec);
+        size_t n = spec->narray ? spec->narray : 1;
+        for (size_t i = 0; i < n; i++)
+            whatif_job(&w,
+                       spec,
+                       name,
+                       spec->narray ? json_integer((json_int_t)i) : NULL);
+    }
+    whatif_release(&w);
+    crater_http_json(resp,
+                     200,
+                     json_pack("{s:o, s:I, s:I}",
+                               "items",
+                               w.items,
+                               "placed",
+                               (json_int_t)w.placed,
+                               "pending",
+                               (json_int_t)w.pending));
+}
+
 static void h_schedule(crater_http_req_t *r,
                        crater_http_resp_t *resp,
                        void *arg)
 {
     crater_daemon_t *d = arg;
-    crater_jobspec_t *spec = NULL;
     crater_error_t err = {0};
-    json_t *norm = NULL;
+    job_doc_t *docs = NULL;
+    size_t ndocs = 0, len;
     principal_t p;
-    size_t len;
     const char *body = crater_http_body(r, &len);
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0)
         goto out;
-    if (job_parse_body(d, user_tenant(&p), body, len, &spec, &norm, &err) < 0) {
+    if (job_parse_docs(d, user_tenant(&p), body, len, &docs, &ndocs, &err)
+        < 0) {
         crater_http_error(resp, &err);
         goto out;
     }
-    job_defaults(d, spec, norm);
-    dry_run(d, spec, resp);
-    crater_jobspec_destroy(spec);
-    json_decref(norm);
+    if (jobs_in(docs, ndocs) > CRATER_ARRAY_MAX) {
+        api_errorf(resp,
+                   CRATER_ERANGE,
+                   "array",
+                   "one request asks about at most %d jobs (this one: %zu)",
+                   CRATER_ARRAY_MAX,
+                   jobs_in(docs, ndocs));
+        goto out;
+    }
+    for (size_t k = 0; k < ndocs; k++) {
+        if (job_tenant(&p, docs[k].spec, resp) < 0)
+            goto out;
+        job_defaults(d, docs[k].spec, docs[k].norm);
+    }
+    /* one plain job: the placement and, when it does not fit, why */
+    if (ndocs == 1 && !docs[0].spec->narray && docs[0].spec->replicas <= 1)
+        dry_run(d, docs[0].spec, resp);
+    else
+        whatif_batch(d, docs, ndocs, resp);
 out:
+    job_docs_free(docs, ndocs);
     pthread_mutex_unlock(&d->mu);
 }
 

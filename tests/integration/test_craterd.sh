@@ -217,6 +217,17 @@ expect "dry run fits" 200 ".fits and .placement.node == \"$node\" and (.placemen
 job "$tmp/j" dry2 "resources: {gpu: {count: 1}, cpu: 500, memory: 64Gi}"
 api POST /api/v1/schedule "$admin" "$tmp/j"; expect "dry run explains" 200 '(.fits | not) and (.reason | length > 0)'
 
+# what-if on a batch: 9 one-GPU jobs on an 8-GPU node, in order; each sees
+# the ones before it, nothing stays charged afterwards
+job "$tmp/j" batch 'array: "0-8"' "resources: {gpu: {count: 1}, cpu: 1, memory: 1Gi}"
+api POST /api/v1/schedule "$admin" "$tmp/j"
+expect "what-if on a batch" 200 '(.placed + .pending == 9) and .pending >= 1 and (.items | length == 9) and ([.items[] | select(.fits) | .placements[0].gpus[0].index] | (length == (unique | length)))'
+{ echo "name: pair"; echo "command: [sleep, '1']"; echo "replicas: 2"; echo "gang: true"; echo "resources: {gpu: {count: 1}, cpu: 1, memory: 1Gi}"; echo ---
+  echo "name: after-pair"; echo "command: [sleep, '1']"; echo "resources: {cpu: 1, memory: 1Gi}"; } >"$tmp/j"
+api POST /api/v1/schedule "$admin" "$tmp/j"; expect "what-if with a gang" 200 '(.items | length == 2) and (.items[0].placements | length == 2 or (.items[0].fits | not))'
+job "$tmp/j" dry "resources: {gpu: {count: 2}, cpu: 8, memory: 64Gi}"
+api POST /api/v1/schedule "$admin" "$tmp/j"; expect "the batch left nothing charged" 200 '.fits'
+
 # long poll: a job submitted while the agent waits reaches it at once
 curl -s -H "Authorization: Bearer $agent" "$url/api/v1/agents/$node/work?after=$seq&wait_ms=20000" >"$tmp/poll" &
 cpid=$!
