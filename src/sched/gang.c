@@ -82,12 +82,16 @@ static int place_one(crater_sched_t *s,
     crater_error_t why;
     const char *step;
 
-    if (crater_sched_place(s, req, out, &why) < 0)
-        step = "does not fit";
-    else if (crater_sched_commit(s, task, req, out, &why) < 0)
-        step = "cannot be committed";
-    else
+    if (crater_sched_place(s, req, out, &why) < 0) /* users read this one */
+        return crater_errorf(err,
+                             why.errnum,
+                             "gang replica %u of %u does not fit: %s",
+                             i + 1,
+                             replicas,
+                             why.text);
+    if (crater_sched_commit(s, task, req, out, &why) == 0)
         return 0;
+    step = "cannot be committed";
     return crater_errorf(err,
                          why.errnum,
                          "gang replica %u of %u (task %llu) %s: %s",
