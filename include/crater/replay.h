@@ -86,6 +86,13 @@ typedef struct crater_replay_opts {
     /* Called every few thousand events; may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;
+    /* Called when job (index into jobs) starts a run on p at t_ms, in
+     * decision order; may be NULL. For differential tests (test_pass). */
+    void (*on_start)(void *arg,
+                     size_t job,
+                     const crater_placement_t *p,
+                     uint64_t t_ms);
+    void *on_start_arg;
 } crater_replay_opts_t;
 
 /* Averages over one sample interval [t_ms, t_ms + sample_ms). */

@@ -348,6 +348,8 @@ static int start(struct run *r, uint32_t j, const crater_placement_t *p)
 
     if (crater_queue_remove(r->q, j + 1ull, r->err) < 0)
         return -1;
+    if (r->o.on_start)
+        r->o.on_start(r->o.on_start_arg, j, p, r->now);
     st->st = ST_RUNNING;
     st->start_ms = r->now;
     if (st->first_start_ms == UINT64_MAX)
