@@ -491,8 +491,9 @@ static int decide_one(crater_pass_t *p,
     }
     if (p->prm.preempt && (rc = try_preempt(p, id, j, &perr, err)) != 0)
         return rc < 0 ? -1 : 0;
+    with_plan(&why, &perr);
     if (!early)
-        memo_add(p, j, CRATER_PASS_WAIT_NOPLAN, (with_plan(&why, &perr), &why));
+        memo_add(p, j, CRATER_PASS_WAIT_NOPLAN, &why);
     if (reserve_head(p, id, j, err) < 0)
         return -1;
     pending(p, id, CRATER_PASS_WAIT_NOPLAN, &why);
