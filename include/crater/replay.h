@@ -5,18 +5,19 @@
  *
  * The driver is event-driven: a binary heap of departures merged with
  * the arrivals sorted by submit time; the clock jumps from one event to
- * the next, there is no wall clock. At every event the pending jobs are
- * tried in the order crater_queue_order() gives (priority class, then
- * age); a job that does not fit does not block the ones behind it
- * (greedy backfill, like kube-scheduler). When the head of a pass (the
- * first job in order that does not fit) is high priority and preemption
- * is on, crater_sched_plan_preemption() is asked for the cheapest set of
- * lower-priority preemptible victims; the plan is executed (victims
- * released and requeued with their remaining runtime, i.e. as if they
- * had checkpointed) and the job placed; the next job that does not fit
- * is then the head. With opts.backfill the head also gets a reservation
- * (reserve.h, from the running jobs' time limits) that later jobs must
- * not delay (EASY backfill, as craterd).
+ * the next, there is no wall clock. At every event the scheduling pass
+ * craterd runs (pass.h) decides: the pending jobs in crater_queue_order()
+ * order (priority class, then age) after a departure, only the new ones
+ * otherwise; a job that does not fit does not block the ones behind it
+ * (backfill). A job that fits nowhere gets a preemption plan when
+ * preemption is on (crater_sched_plan_preemption(): the cheapest set of
+ * lower-priority preemptible victims); the plan is executed at once
+ * (victims released and requeued with their remaining runtime, i.e. as
+ * if they had checkpointed) and the job placed. With opts.backfill the
+ * first job that fits nowhere and gets no plan (the head) also gets a
+ * reservation (reserve.h, from the running jobs' time limits) that later
+ * jobs of its priority or lower must not delay (EASY backfill, as
+ * craterd).
  *
  * Utilisation is integrated exactly over the piecewise-constant
  * allocation: util = allocated resource-time / capacity-time.
@@ -70,7 +71,7 @@ typedef struct crater_replay_job {
 } crater_replay_job_t;
 
 typedef struct crater_replay_opts {
-    bool preempt; /* plan preemptions for high-priority jobs */
+    bool preempt; /* plan preemptions for jobs that fit nowhere */
     /* EASY backfill (reserve.h): the first job of a pass that does not
      * fit gets a reservation from the running jobs' time limits, and
      * later jobs start only when they cannot delay it. Off: every job
@@ -85,6 +86,13 @@ typedef struct crater_replay_opts {
     /* Called every few thousand events; may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;
+    /* Called when job (index into jobs) starts a run on p at t_ms, in
+     * decision order; may be NULL. For differential tests (test_pass). */
+    void (*on_start)(void *arg,
+                     size_t job,
+                     const crater_placement_t *p,
+                     uint64_t t_ms);
+    void *on_start_arg;
 } crater_replay_opts_t;
 
 /* Averages over one sample interval [t_ms, t_ms + sample_ms). */

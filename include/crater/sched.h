@@ -134,6 +134,11 @@ int crater_sched_add_node(crater_sched_t *s,
                           crater_error_t *err);
 uint32_t crater_sched_node_count(const crater_sched_t *s);
 const crater_node_t *crater_sched_node(const crater_sched_t *s, uint32_t id);
+/* GPUs a placement holds, in GPU-equivalents of its node: a whole GPU
+ * counts 1, a slice its MiB over that GPU's real memory (fair share and
+ * the simulator's allocation use this one definition). */
+double crater_sched_gpus_held(const crater_sched_t *s,
+                              const crater_placement_t *p);
 /* Live equivalence classes (index.c): the distinct (node type, state)
  * groups a decision may have to evaluate. For benchmarks and metrics. */
 uint32_t crater_sched_class_count(const crater_sched_t *s);
@@ -233,6 +238,10 @@ int crater_sched_plan_preemption(crater_sched_t *s,
                                  const crater_request_t *req,
                                  crater_preempt_plan_t *plan,
                                  crater_error_t *err);
+/* The lowest priority of a running preemptible task (INT32_MAX when there
+ * is none): a request at or below it can have no victim, whatever its
+ * shape. O(tasks). For callers that plan many requests (pass.c). */
+int32_t crater_sched_victim_floor(const crater_sched_t *s);
 
 /* Place replicas copies of req all together or not at all. Replica i is
  * placed with crater_sched_place() and COMMITTED under task id

@@ -102,7 +102,7 @@ static int open_parts(crater_daemon_t *d,
     if (!(d->sched = crater_sched_create(&d->cfg, d->kb, &sched_env))
         || !(d->twin = crater_sched_create(&d->cfg, d->kb, &sched_env)))
         return crater_errorf(err, CRATER_ENOMEM, "cannot create scheduler");
-    if (metrics_setup(d, err) < 0)
+    if (loop_init(d, err) < 0 || metrics_setup(d, err) < 0)
         return -1;
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
@@ -337,7 +337,6 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
     pthread_rwlock_init(&d->prof_lock, NULL);
     d->cfg = *cfg;
     d->next_id = 1;
-    d->epoch = 1;
     dir = o && o->data_dir ? o->data_dir : cfg->server.data_dir;
     if (!(d->data_dir = strdup(dir ? dir : "./var"))) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
@@ -423,13 +422,15 @@ void crater_daemon_stop(crater_daemon_t *d)
     free_state(d);
     crater_router_destroy(d->router);
     crater_metrics_destroy(d->metrics);
+    crater_pass_destroy(d->pass);
+    free(d->share_buf);
+    free(d->ends_buf);
     crater_sched_destroy(d->sched);
     crater_sched_destroy(d->twin);
     crater_queue_destroy(d->queue);
     tenant_profiles_free(d);
     crater_profiles_destroy(d->profiles);
     crater_kb_destroy(d->kb);
-    free(d->fresh);
     free(d->declog_path);
     free(d->data_dir);
     free(d->admin_token);

@@ -104,28 +104,12 @@ static uint32_t pick_port(crater_daemon_t *d, const djob_t *j)
     return base + start; /* every port taken: share one */
 }
 
-int gang_place(crater_daemon_t *d, djob_t *j, crater_error_t *err)
+void gang_placed(crater_daemon_t *d, djob_t *j, const crater_placement_t *pl)
 {
-    crater_placement_t *pl = calloc(j->nrep, sizeof(*pl));
-
-    if (!pl)
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (crater_sched_place_gang(d->sched,
-                                &j->req,
-                                j->nrep,
-                                job_task_id(j, 0),
-                                pl,
-                                err)
-        < 0) {
-        free(pl);
-        return -1;
-    }
     for (uint32_t r = 0; r < j->nrep; r++)
         j->rep[r].pl = pl[r];
     j->pl = pl[0];
     j->master_port = pick_port(d, j);
-    free(pl);
-    return 0;
 }
 
 void gang_bound(djob_t *j)

@@ -30,6 +30,7 @@
 #include "crater/jobspec.h"
 #include "crater/kb.h"
 #include "crater/metrics.h"
+#include "crater/pass.h"
 #include "crater/profile.h"
 #include "crater/queue.h"
 #include "crater/reserve.h"
@@ -116,7 +117,6 @@ typedef struct djob {
     uint64_t log_expect[2];
     bool log_final;
     bool log_truncated[2];
-    uint64_t seen_epoch;   /* considered at this capacity epoch */
     uint32_t prev_attempt; /* the attempt before a requeue, and the node */
     uint32_t prev_node;    /* it ran on (its output may still arrive) */
     uint64_t array_id;     /* its array (the first job's id); 0 = none */
@@ -249,21 +249,16 @@ struct crater_daemon {
         *m_http, *m_commits, *m_nodes;
     uint64_t decisions;
 
-    /* Placement can only newly succeed when capacity came back (a release,
-     * a node coming up or uncordoned, new utilisation samples): epoch
-     * counts those events. A pending job considered at the current epoch
-     * is not considered again until it changes; new submissions are
-     * considered once, on their own (fresh). */
-    uint64_t epoch, full_pass_epoch;
-    /* backfill.c: the queue head's reservation (EASY), made by the first
-     * job of a pass that fits nowhere, kept until capacity comes back */
-    bool resv_ok;
-    int32_t resv_prio;
-    crater_reservation_t resv;
+    /* The core's scheduling pass (pass.h) with loop.c's ops: it tells a
+     * full pass (capacity came back: loop_capacity_changed) from a fresh
+     * one (only the jobs queued since: job_enqueue), and keeps the queue
+     * head's EASY reservation. */
+    crater_pass_t *pass;
+    double decide_t0; /* loop.c: when the job's decision began */
+    crater_tenant_usage_t *share_buf; /* loop.c: fair-share input */
+    crater_task_end_t *ends_buf;      /* backfill.c: expected ends */
     bool util_dirty;
     int64_t recheck_ms; /* a full pass then (loop.c), 0 none */
-    uint64_t *fresh;
-    size_t nfresh, capfresh;
 
     /* history.c: (time, store revision) noted every tenth of
      * store.historyRetention, oldest first, for the periodic compaction */
@@ -359,9 +354,9 @@ uint64_t task_job_id(uint64_t task);
 bool job_on_node(const djob_t *j, uint32_t sid);
 /* Size j->rep for its spec (at submission and load); -1 on ENOMEM. */
 int gang_init(djob_t *j, crater_error_t *err);
-/* Place and commit every replica of j at once, or none (rc -1, err says
- * why). Fills rep[].pl, j->pl and the gang's MASTER_PORT. */
-int gang_place(crater_daemon_t *d, djob_t *j, crater_error_t *err);
+/* The pass placed and committed every replica of j (pl[0..nrep-1]):
+ * fills rep[].pl, j->pl and the gang's MASTER_PORT. */
+void gang_placed(crater_daemon_t *d, djob_t *j, const crater_placement_t *pl);
 /* Mark the replicas bound for the current attempt. */
 void gang_bound(djob_t *j);
 /* Return every replica's charges to the core. */
@@ -461,21 +456,14 @@ void node_order_stop(crater_daemon_t *d,
                      const char *reason);
 
 /* ---- backfill.c (under d->mu) -------------------------------------------- */
-/* Forget the reservation: capacity came back (a full pass starts). */
-void backfill_reset(crater_daemon_t *d);
-/* Place j now, without delaying the reserved head when j is behind it:
- * 0 placed (*pl), 1 it would delay the head (err says so), -1 it fits
- * nowhere (err from the core). */
-int backfill_place(crater_daemon_t *d,
-                   djob_t *j,
-                   crater_placement_t *pl,
-                   crater_error_t *err);
-/* j fits nowhere and has no preemption plan: make it the head and reserve
- * its start from the running jobs' time limits (scheduler.backfill). */
-void backfill_reserve(crater_daemon_t *d, djob_t *j);
+/* The placed tasks' expected ends, for the head's reservation (the
+ * pass's ends op): *ends points at d->ends_buf; returns how many. */
+size_t backfill_ends(crater_daemon_t *d, const crater_task_end_t **ends);
 
 /* ---- loop.c ---------------------------------------------------------------
  */
+/* Create d->pass (after d->sched and d->queue, before loading jobs). */
+int loop_init(crater_daemon_t *d, crater_error_t *err);
 int loop_start(crater_daemon_t *d, crater_error_t *err);
 void loop_kick(crater_daemon_t *d);                   /* under d->mu */
 void loop_capacity_changed(crater_daemon_t *d);       /* under d->mu */

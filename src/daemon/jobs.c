@@ -755,18 +755,7 @@ int queue_push_job(crater_daemon_t *d, djob_t *j)
     e.demand[CRATER_QDIM_MEM] = (double)r->memory_bytes;
     if (crater_queue_push(d->queue, &e, NULL) < 0)
         return -1;
-    j->seen_epoch = 0;
-    if (d->nfresh == d->capfresh) {
-        size_t cap = d->capfresh ? d->capfresh * 2 : 256;
-        uint64_t *f = realloc(d->fresh, cap * sizeof(*f));
-        if (!f) {
-            loop_capacity_changed(d); /* falls back to a full pass */
-            return 0;
-        }
-        d->fresh = f;
-        d->capfresh = cap;
-    }
-    d->fresh[d->nfresh++] = j->id;
+    crater_pass_queued(d->pass, j->id, NULL); /* on ENOMEM: a full pass */
     return 0;
 }
 

@@ -1,15 +1,20 @@
-/* loop.c - the scheduling loop and the decision log.
+/* loop.c - the scheduling loop, the pass's craterd ops and the decision
+ * log.
  *
  * One thread. It sleeps on d->wake and runs a pass when something changed
  * (a submission committed, a job finished, a node came or went, a cancel)
  * and a tick every 100 ms (expired long polls, node health, log
- * rotation). A pass takes the pending jobs in the queue's order (priority,
- * deadline, fair share, age) and, for each: places it with the core and
- * binds it; or, when it cannot fit, asks the core's preemption planner for
- * victims of lower priority, marks them preempting and orders their agents
- * to stop them (the job is bound once they are gone); or records why it is
- * unschedulable. The binding reaches the agent only once the commit that
- * records it is durable (bind_done).
+ * rotation). The pass is the core's (src/sched/pass.c), the same code
+ * `crater sim replay` runs: queue order (priority, deadline, fair share,
+ * age), full or fresh pass, deadlines, dependencies, EASY backfill,
+ * gangs, place -> plan preemption -> pending reason. This file is
+ * craterd's side of it (crater_pass_ops_t): binding persists the job
+ * and, once the commit that records it is durable (bind_done), hands it
+ * to its agents; a preemption marks its victims preempting and orders
+ * their agents to stop them (the job is bound by a later pass, once they
+ * are gone); a pending job gets its reason, once per change; the fair
+ * share input counts each tenant's GPUs in GPU-equivalents of the GPUs
+ * they are on (crater_sched_gpus_held).
  *
  * Every decision is one JSON line in DATA_DIR/decisions.log, rotated at
  * 64 MiB into decisions-<ms>.log; rotated files older than
@@ -48,7 +53,7 @@ static double mono_s(void)
 
 void loop_capacity_changed(crater_daemon_t *d)
 {
-    d->epoch++;
+    crater_pass_capacity_changed(d->pass);
     loop_kick(d);
 }
 
@@ -122,7 +127,7 @@ void declog_write(crater_daemon_t *d, json_t *entry)
         declog_rotate(d);
 }
 
-/* ---- binding --------------------------------------------------------------
+/* ---- the pass's ops: binding ----------------------------------------------
  */
 
 static void bind_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
@@ -145,23 +150,36 @@ static void bind_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
     pthread_mutex_unlock(&d->mu);
 }
 
-static void bind_job(crater_daemon_t *d,
-                     djob_t *j,
-                     const crater_placement_t *pl,
-                     double lat_s)
+/* How long the pass took to decide about the current job (op_job). */
+static double decided(crater_daemon_t *d)
 {
-    const crater_node_t *cn = node_model(d, pl->node);
-    crater_error_t err;
+    double lat = mono_s() - d->decide_t0;
+
+    crater_metric_observe(d->m_lat, NULL, lat);
+    d->decisions++;
+    return lat;
+}
+
+/* The pass placed and committed j (a gang: every replica). */
+static int op_bind(void *arg,
+                   uint64_t id,
+                   const crater_placement_t *pl,
+                   uint32_t n,
+                   crater_error_t *err)
+{
+    crater_daemon_t *d = arg;
+    djob_t *j = job_find(d, id);
+    double lat = decided(d);
     char reason[256];
     void **ctx;
 
-    if (!j->nrep /* a gang is committed by gang_place */
-        && crater_sched_commit(d->sched, j->id, &j->req, pl, &err) < 0) {
-        crater_log(LOG_ERR, "job %" PRIu64 ": commit: %s", j->id, err.text);
-        return;
-    }
-    if (j->nrep)
+    (void)err;
+    if (!j)
+        return 0;
+    if (j->nrep && n == j->nrep) {
+        gang_placed(d, j, pl);
         gang_bound(j);
+    }
     j->pl = *pl;
     j->placed = true;
     j->ever_placed = true;
@@ -173,7 +191,7 @@ static void bind_job(crater_daemon_t *d,
     snprintf(reason,
              sizeof(reason),
              "placed on %s (score %.3f)",
-             cn->name,
+             node_model(d, pl->node)->name,
              pl->score);
     job_event(j, dnow_ms(), JS_BOUND, reason);
     ctx = malloc(2 * sizeof(void *));
@@ -192,12 +210,13 @@ static void bind_job(crater_daemon_t *d,
                            "job",
                            (json_int_t)j->id,
                            "node",
-                           cn->name,
+                           node_model(d, pl->node)->name,
                            "placement",
                            placement_json(d, pl),
                            "latency_s",
-                           lat_s));
+                           lat));
     crater_metric_add(d->m_dec, (const char *[]){"bound"}, 1);
+    return 0;
 }
 
 /* ---- preemption -----------------------------------------------------------
@@ -246,34 +265,26 @@ static uint32_t stop_victims(crater_daemon_t *d,
     return n;
 }
 
-/* A plan whose victims are all stopping already: nothing new is decided,
- * so nothing is logged but the pending reason (once, as any reason). */
-static void victims_stopping(crater_daemon_t *d,
-                             djob_t *j,
-                             const crater_preempt_plan_t *plan);
-
-/* Preempt for j when a plan exists. One decision, one "preempting" line:
+/* Stop the plan's victims; j is bound by a later pass once they are gone
+ * (their release changes capacity). One decision, one "preempting" line:
  * only a plan that stops at least one task is a decision (issue 13: a job
  * re-planned every pass over victims already stopping logged "preempting"
- * seven times). false with *perr saying why when there is no plan. */
-static bool try_preempt(crater_daemon_t *d, djob_t *j, crater_error_t *perr)
+ * seven times); 2 tells the pass every victim was stopping already. */
+static int op_preempt(void *arg,
+                      uint64_t id,
+                      const crater_preempt_plan_t *plan,
+                      crater_error_t *err)
 {
-    crater_preempt_plan_t plan;
+    crater_daemon_t *d = arg;
+    djob_t *j = job_find(d, id);
+    json_t *victims = json_array();
     char reason[160];
-    json_t *victims;
     uint32_t n;
 
-    if (crater_sched_plan_preemption(d->sched, &j->req, &plan, perr) < 0) {
-        recheck_protected(d);
-        return false;
-    }
-    if (plan.nvictims == 0)
-        return false;
-    victims = json_array();
-    if ((n = stop_victims(d, j, &plan, victims)) == 0) {
+    (void)err;
+    if (!j || (n = stop_victims(d, j, plan, victims)) == 0) {
         json_decref(victims);
-        victims_stopping(d, j, &plan);
-        return true;
+        return 2;
     }
     snprintf(reason,
              sizeof(reason),
@@ -292,10 +303,14 @@ static bool try_preempt(crater_daemon_t *d, djob_t *j, crater_error_t *perr)
                            "victims",
                            victims,
                            "lost_ms",
-                           (json_int_t)plan.lost_ms));
+                           (json_int_t)plan->lost_ms));
     crater_metric_add(d->m_dec, (const char *[]){"preempting"}, 1);
-    return true;
+    decided(d);
+    return 0;
 }
+
+/* ---- pending and failed ---------------------------------------------------
+ */
 
 static void unschedulable(crater_daemon_t *d,
                           djob_t *j,
@@ -323,66 +338,47 @@ static void unschedulable(crater_daemon_t *d,
     crater_metric_add(d->m_dec, (const char *[]){"unschedulable"}, 1);
 }
 
-/* The placement's reason and, after it, why no preemption helps (no
- * candidates: non-preemptible, equal or higher priority, too young). */
-static const crater_error_t *with_plan(crater_error_t *err,
-                                       const crater_error_t *perr)
+static void op_pending(void *arg,
+                       uint64_t id,
+                       crater_pass_wait_t kind,
+                       const crater_error_t *why)
 {
-    size_t len = strlen(err->text), add = strlen(perr->text);
+    crater_daemon_t *d = arg;
+    djob_t *j = job_find(d, id);
 
-    if (perr->errnum != CRATER_EUNSCHED || len + 3 >= sizeof(err->text))
-        return err;
-    if (add > sizeof(err->text) - len - 3)
-        add = sizeof(err->text) - len - 3; /* cut, as err.text is */
-    memcpy(err->text + len, "; ", 2);
-    memcpy(err->text + len + 2, perr->text, add);
-    err->text[len + 2 + add] = '\0';
-    return err;
+    if (kind != CRATER_PASS_WAIT_READY)
+        decided(d);
+    if (kind == CRATER_PASS_WAIT_NOPLAN)
+        recheck_protected(d);
+    if (j)
+        unschedulable(d, j, why);
 }
 
-static void victims_stopping(crater_daemon_t *d,
-                             djob_t *j,
-                             const crater_preempt_plan_t *plan)
+static void op_fail(void *arg, uint64_t id, const char *reason)
 {
-    crater_error_t err = {0};
-    size_t len;
+    crater_daemon_t *d = arg;
+    djob_t *j = job_find(d, id);
 
-    len = (size_t)snprintf(err.text, sizeof(err.text), "waiting for job(s)");
-    for (uint32_t i = 0; i < plan->nvictims && len < sizeof(err.text); i++)
-        len += (size_t)snprintf(err.text + len,
-                                sizeof(err.text) - len,
-                                "%s %" PRIu64,
-                                i ? "," : "",
-                                plan->victims[i]);
-    if (len < sizeof(err.text))
-        snprintf(err.text + len,
-                 sizeof(err.text) - len,
-                 " already being preempted to stop");
-    err.errnum = CRATER_EUNSCHED;
-    unschedulable(d, j, &err);
+    if (j && j->state == JS_PENDING)
+        job_set_state(d, j, JS_FAILED, reason);
 }
 
-static void schedule_one(crater_daemon_t *d, djob_t *j)
-{
-    crater_placement_t pl;
-    crater_error_t err, perr = {0};
-    double t0 = mono_s(), lat;
-    int rc;
+/* ---- what the pass asks ---------------------------------------------------
+ */
 
-    rc = j->nrep ? gang_place(d, j, &err)
-                 : backfill_place(d, j, &pl, &err); /* EASY: backfill.c */
-    lat = mono_s() - t0;
-    crater_metric_observe(d->m_lat, NULL, lat);
-    d->decisions++;
-    if (rc == 0)
-        bind_job(d, j, j->nrep ? &j->pl : &pl, lat);
-    else if (rc > 0 || j->nrep) /* delays the reserved head; gangs do not
-                                   preempt yet */
-        unschedulable(d, j, &err);
-    else if (!try_preempt(d, j, &perr)) {
-        backfill_reserve(d, j);
-        unschedulable(d, j, with_plan(&err, &perr));
-    }
+static int op_job(void *arg, uint64_t id, crater_pass_job_t *out)
+{
+    crater_daemon_t *d = arg;
+    djob_t *j = job_find(d, id);
+
+    if (!j || j->state != JS_PENDING || j->waiting_for)
+        return 0;
+    d->decide_t0 = mono_s();
+    out->req = &j->req;
+    out->replicas = j->nrep ? j->nrep : 1;
+    out->task = job_task_id(j, 0);
+    out->time_limit_ms = j->spec->time_limit_ms;
+    return 1;
 }
 
 /* The job named name in tenant, latest submission first. */
@@ -432,71 +428,55 @@ static int deps_ready(crater_daemon_t *d, djob_t *j, crater_error_t *err)
     return 1;
 }
 
-/* Hard deadlines that can no longer be met fail the job. */
-static void expire(crater_daemon_t *d, uint64_t *ids)
+/* Dependencies met and the job array under its parallelism cap. */
+static int op_ready(void *arg, uint64_t id, crater_error_t *why)
 {
-    size_t n = crater_queue_expired(d->queue, (uint64_t)dnow_ms(), ids);
+    crater_daemon_t *d = arg;
+    djob_t *j = job_find(d, id);
+    int dep;
 
-    for (size_t i = 0; i < n; i++) {
-        djob_t *j = job_find(d, ids[i]);
-        if (j && j->state == JS_PENDING)
-            job_set_state(d,
-                          j,
-                          JS_FAILED,
-                          "hard deadline can no longer be met");
-    }
+    if (!j)
+        return 0;
+    if ((dep = deps_ready(d, j, why)) <= 0)
+        return dep;
+    return array_at_cap(d, j, why) ? 0 : 1;
 }
 
-static void consider(crater_daemon_t *d, djob_t *j)
-{
-    crater_error_t err;
-    int dep = deps_ready(d, j, &err);
-
-    if (dep < 0)
-        job_set_state(d, j, JS_FAILED, err.text);
-    else if (dep == 0 || array_at_cap(d, j, &err))
-        unschedulable(d, j, &err);
-    else
-        schedule_one(d, j);
-}
-
-/* Every pending job in queue order: after capacity came back. */
 /* Fair share input: the ready nodes' capacity and what each tenant holds
- * (same units as the queue's demand: GPUs as GPU-equivalents, millicores,
- * bytes). usage[] has room for d->ntenants + one per distinct tenant of a
- * placed job; *nusage is how many were filled. */
-static void usage_add(crater_tenant_usage_t *u,
-                      size_t *n,
+ * (same units as the queue's demand: GPUs as GPU-equivalents of the GPU
+ * they are on, millicores, bytes). */
+static void usage_add(crater_daemon_t *d,
+                      crater_share_input_t *in,
                       size_t cap,
                       const djob_t *j,
                       const crater_placement_t *pl)
 {
+    crater_tenant_usage_t *u = d->share_buf;
     size_t i = 0;
-    double g = pl->whole ? pl->ngpus : 0;
 
-    if (!pl->whole)
-        for (uint32_t k = 0; k < pl->ngpus; k++)
-            g += (double)pl->gpu_mib[k] / (80.0 * 1024);
-    while (i < *n && strcmp(u[i].tenant, j->tenant) != 0)
+    while (i < in->nusage && strcmp(u[i].tenant, j->tenant) != 0)
         i++;
-    if (i == *n) {
-        if (*n == cap)
+    if (i == in->nusage) {
+        if (in->nusage == cap)
             return;
         memset(&u[i], 0, sizeof(u[i]));
         u[i].tenant = j->tenant;
-        (*n)++;
+        in->nusage++;
     }
-    u[i].alloc[CRATER_QDIM_GPU] += g;
+    u[i].alloc[CRATER_QDIM_GPU] += crater_sched_gpus_held(d->sched, pl);
     u[i].alloc[CRATER_QDIM_CPU] += (double)pl->cpu_milli;
     u[i].alloc[CRATER_QDIM_MEM] += (double)pl->mem_bytes;
 }
 
-static crater_tenant_usage_t *share_input(crater_daemon_t *d,
-                                          crater_share_input_t *in)
+static int op_share(void *arg, crater_share_input_t *in)
 {
+    crater_daemon_t *d = arg;
     size_t cap = d->njobs ? d->njobs : 1;
-    crater_tenant_usage_t *u = calloc(cap, sizeof(*u));
+    crater_tenant_usage_t *u = realloc(d->share_buf, cap * sizeof(*u));
 
+    if (!u)
+        return -1;
+    d->share_buf = u;
     memset(in, 0, sizeof(*in));
     for (size_t i = 0; i < d->nnodes; i++) {
         const crater_node_t *n = node_model(d, d->nodes[i]->sid);
@@ -506,91 +486,54 @@ static crater_tenant_usage_t *share_input(crater_daemon_t *d,
         in->capacity[CRATER_QDIM_CPU] += (double)crater_node_cpu_milli(n);
         in->capacity[CRATER_QDIM_MEM] += (double)crater_node_memory_bytes(n);
     }
-    for (size_t i = 0; u && i < d->njobs; i++)
+    for (size_t i = 0; i < d->njobs; i++)
         for (uint32_t r = 0; d->jobs[i]->placed && r < job_ntasks(d->jobs[i]);
              r++)
-            usage_add(u,
-                      &in->nusage,
-                      cap,
-                      d->jobs[i],
-                      job_task_pl(d->jobs[i], r));
+            usage_add(d, in, cap, d->jobs[i], job_task_pl(d->jobs[i], r));
     in->usage = u;
-    return u;
+    return 0;
 }
 
-static void full_pass(crater_daemon_t *d, uint64_t *ids, size_t n)
+static size_t op_ends(void *arg, const crater_task_end_t **ends)
 {
-    crater_share_input_t share;
-    crater_tenant_usage_t *u = share_input(d, &share);
-    crater_error_t err;
-    int rc;
-
-    rc = crater_queue_order(d->queue,
-                            (uint64_t)dnow_ms(),
-                            u ? &share : NULL,
-                            ids,
-                            &err);
-    free(u);
-    if (rc < 0)
-        return;
-    d->full_pass_epoch = d->epoch;
-    backfill_reset(d);
-    for (size_t i = 0; i < n; i++) {
-        djob_t *j = job_find(d, ids[i]);
-        if (j && j->state == JS_PENDING && !j->waiting_for) {
-            j->seen_epoch = d->epoch;
-            consider(d, j);
-        }
-    }
+    return backfill_ends(arg, ends); /* backfill.c */
 }
 
-static int by_priority(const void *a, const void *b)
+static const crater_pass_ops_t daemon_ops = {
+    .version = CRATER_PASS_OPS_VERSION,
+    .job = op_job,
+    .ready = op_ready,
+    .bind = op_bind,
+    .preempt = op_preempt,
+    .pending = op_pending,
+    .fail = op_fail,
+    .ends = op_ends,
+    .share = op_share,
+};
+
+int loop_init(crater_daemon_t *d, crater_error_t *err)
 {
-    const djob_t *x = *(djob_t *const *)a, *y = *(djob_t *const *)b;
+    crater_pass_params_t prm = {.preempt = true,
+                                .backfill = d->cfg.scheduler.backfill};
 
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    d->pass = crater_pass_create(d->sched, d->queue, &prm, &daemon_ops, d);
+    if (!d->pass)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return 0;
 }
 
-/* Only the jobs submitted (or requeued) since the last pass: capacity
- * has only shrunk since the others were considered, so they still do not
- * fit. Highest priority first. */
-static void fresh_pass(crater_daemon_t *d)
-{
-    djob_t **v = malloc(d->nfresh * sizeof(*v));
-    size_t n = 0;
-
-    if (!v)
-        return;
-    for (size_t i = 0; i < d->nfresh; i++) {
-        djob_t *j = job_find(d, d->fresh[i]);
-        if (j && j->state == JS_PENDING && j->seen_epoch != d->epoch)
-            v[n++] = j;
-    }
-    qsort(v, n, sizeof(*v), by_priority);
-    for (size_t i = 0; i < n; i++)
-        if (v[i]->state == JS_PENDING && !v[i]->waiting_for) {
-            v[i]->seen_epoch = d->epoch;
-            consider(d, v[i]);
-        }
-    free(v);
-}
-
+/* One pass of the core (pass.c). One whose preemptions freed capacity at
+ * once asks for another; craterd's victims stop later, and their release
+ * makes the next pass a full one. */
 static void sched_pass(crater_daemon_t *d)
 {
-    size_t n = crater_queue_count(d->queue);
-    uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
+    crater_error_t err;
+    int rc = crater_pass_run(d->pass, (uint64_t)dnow_ms(), &err);
 
-    if (ids)
-        expire(d, ids);
-    n = crater_queue_count(d->queue);
-    if (ids && d->epoch != d->full_pass_epoch)
-        full_pass(d, ids, n);
-    else if (d->nfresh)
-        fresh_pass(d);
-    d->nfresh = 0;
-    free(ids);
+    if (rc < 0)
+        crater_log(LOG_ERR, "scheduling pass: %s", err.text);
+    else if (rc > 0)
+        d->dirty = true;
     if (d->declog)
         fflush(d->declog);
 }

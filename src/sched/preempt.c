@@ -754,3 +754,14 @@ int crater_sched_plan_preemption(crater_sched_t *s,
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     return b.found ? 0 : no_plan(s, req, now, ncand, nnodes, err);
 }
+
+int32_t crater_sched_victim_floor(const crater_sched_t *s)
+{
+    int32_t floor = INT32_MAX;
+
+    for (uint32_t i = 0; i < s->tsize; i++)
+        if (s->tasks[i].id && s->tasks[i].preemptible
+            && s->tasks[i].priority < floor)
+            floor = s->tasks[i].priority;
+    return floor;
+}

@@ -121,6 +121,19 @@ const crater_node_t *crater_sched_node(const crater_sched_t *s, uint32_t id)
     return id < s->n ? &s->nodes[id] : NULL;
 }
 
+double crater_sched_gpus_held(const crater_sched_t *s,
+                              const crater_placement_t *p)
+{
+    const crater_node_t *node = crater_sched_node(s, p->node);
+    double g = 0;
+
+    for (uint32_t i = 0; node && i < p->ngpus; i++) {
+        double mib = (double)node->gpus[p->gpu[i]].memory_bytes / 1048576.0;
+        g += p->whole ? 1.0 : (mib > 0 ? p->gpu_mib[i] / mib : 0);
+    }
+    return g;
+}
+
 uint32_t crater_sched_gpu_room(const crater_sched_t *s,
                                uint32_t node,
                                uint32_t *room,

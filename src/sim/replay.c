@@ -6,17 +6,16 @@
  * generation of the run it ends, so a preempted job's stale departure is
  * recognised and dropped instead of being searched for in the heap.
  *
- * Why the scheduling pass is cheap enough for a million jobs: placement
- * only ever shrinks free capacity, so between two releases a job that did
- * not fit still does not fit. An event with arrivals only therefore tries
- * just the new jobs; an event with a departure (or a preemption) retries
- * the whole pending queue in crater_queue_order() order, and within one
- * pass a request shape that failed once is not tried again (a small
- * memo keyed by every request field the core reads). The order is
- * recomputed only when jobs were pushed since the last one; placed jobs
- * are skipped in the cached order, which removal does not disturb. After
- * a pass with preemptions one more full pass runs (victims and leftover
- * room); anything still waiting is retried at the next release.
+ * The scheduling pass is craterd's: crater_pass_run() (src/sched/pass.c)
+ * with this file's ops. An event with a departure tells the pass that
+ * capacity came back (a full pass over the queue), arrivals are queued
+ * (a fresh pass tries just them), and the simulator's side of each effect
+ * is immediate: a bound job starts now, a preemption's victims are
+ * evicted at once and requeued (so one more full pass runs right away:
+ * victims and leftover room; anything still waiting is retried at the
+ * next release, so a burst of preemptions costs one pass over the queue,
+ * not one per preemption). What differs from craterd is only the host:
+ * no agents, no store, no dependencies or deadlines in the traces.
  *
  * Utilisation is integrated exactly: the allocation is constant between
  * events, so area += level x (t1 - t0), also per sample bucket.
@@ -27,12 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crater/pass.h"
 #include "crater/queue.h"
 #include "crater/reserve.h"
 
 #define MIB (1024.0 * 1024.0)
-#define MEMO_SLOTS 16384u
-#define MEMO_FILL 8192u
 #define PROGRESS_EVERY 4096u
 #define MULTI_GPU (CRATER_REPLAY_NCLASS + 1) /* collect(): 2+ GPU jobs */
 
@@ -48,7 +46,8 @@ enum {
     ST_FUTURE,
     ST_PENDING,
     ST_RUNNING,
-    ST_DONE
+    ST_DONE,
+    ST_FAILED
 };
 
 static const int32_t class_prio[CRATER_REPLAY_NCLASS] = {1000, 0, -1000};
@@ -64,27 +63,13 @@ struct jstate {
     uint64_t exp_end; /* expected end of the current run (time limit);
                          UINT64_MAX: none */
     uint32_t gen;
-    uint32_t rpos;  /* position in run.running while running */
-    uint32_t khash; /* hash of the request's memo key, computed once */
+    uint32_t rpos; /* position in run.running while running */
     uint8_t st;
 };
 
 struct dep {
     uint64_t t;
     uint32_t j, gen;
-};
-
-struct memo_key {
-    uint64_t cpu, mem, iops, bw, model_mask, hbm;
-    const void *vendor, *spec;
-    uint32_t gpus, slice, lat, min_sm, min_cc;
-    int32_t prio;
-    int32_t iface, nvlink, numa;
-    int32_t flags;
-};
-
-struct memo_slot {
-    uint32_t hash, job, stamp;
 };
 
 struct run {
@@ -100,24 +85,11 @@ struct run {
     struct dep *heap;
     size_t nheap, heap_cap;
     crater_queue_t *q;
-    uint64_t *order;
-    size_t norder;
-    bool dirty;
-    uint32_t *fresh;
-    size_t nfresh;
-    struct memo_slot *memo;
-    uint32_t stamp, memo_fill;
-    bool head_failed; /* a job of this pass did not fit: later ones are
-                         not the head and get no preemption plan */
-    /* backfill: the running jobs (for their expected ends) and the head's
-     * reservation, made by the first job that does not fit after a
-     * release and kept until the next release */
+    crater_pass_t *pass;
+    /* the running jobs, for their expected ends (backfill) */
     uint32_t *running;
     size_t nrunning;
     crater_task_end_t *ends;
-    bool resv_ok;
-    int32_t resv_prio;
-    crater_reservation_t resv;
     uint64_t now;
     double cur[NDIM], cap[NDIM];
     double area_win[NDIM], area_all[NDIM], bucket[NDIM];
@@ -273,93 +245,6 @@ static struct dep heap_pop(struct run *r)
     return top;
 }
 
-/* ---- failed-shape memo -------------------------------------------------- */
-
-static struct memo_key memo_key_of(const crater_request_t *q)
-{
-    struct memo_key k;
-
-    memset(&k, 0, sizeof(k)); /* padding too: keys are memcmp'd */
-    k.cpu = q->cpu_milli;
-    k.mem = q->mem_bytes;
-    k.iops = q->disk_iops;
-    k.bw = q->disk_bw;
-    k.model_mask = q->model_mask;
-    k.hbm = q->min_hbm_bw;
-    k.vendor = q->vendor;
-    k.spec = q->spec;
-    k.gpus = q->gpus;
-    k.slice = q->slice_mib;
-    k.lat = q->disk_max_latency_us;
-    k.min_sm = q->min_sm;
-    k.min_cc = q->min_cc;
-    k.prio = q->priority;
-    k.iface = (int32_t)q->disk_iface;
-    k.nvlink = (int32_t)q->nvlink;
-    k.numa = (int32_t)q->numa;
-    k.flags = (q->preemptible ? 1 : 0) | (q->prefer_low_util ? 2 : 0);
-    return k;
-}
-
-/* Word-wise multiply-xorshift over the key (padding is zeroed). */
-static uint32_t memo_hash(const struct memo_key *k)
-{
-    uint64_t w[sizeof(*k) / 8], h = 0x9e3779b97f4a7c15ull;
-
-    _Static_assert(sizeof(*k) % 8 == 0, "memo key is whole words");
-    memcpy(w, k, sizeof(w));
-    for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-        h = (h ^ w[i]) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-    }
-    return (uint32_t)(h ^ (h >> 32));
-}
-
-static bool same_key(const crater_request_t *a, const crater_request_t *b)
-{
-    struct memo_key x = memo_key_of(a), y = memo_key_of(b);
-
-    return memcmp(&x, &y, sizeof(x)) == 0;
-}
-
-/* Job j's slot: the one holding its shape or the empty one where it
- * goes. Keys are compared in full only when the hashes agree. */
-static struct memo_slot *memo_find(struct run *r, uint32_t j)
-{
-    uint32_t h = r->st[j].khash, i = h & (MEMO_SLOTS - 1);
-
-    while (r->memo[i].stamp == r->stamp
-           && (r->memo[i].hash != h
-               || !same_key(&r->jobs[r->memo[i].job].req, &r->jobs[j].req)))
-        i = (i + 1) & (MEMO_SLOTS - 1);
-    return &r->memo[i];
-}
-
-static void memo_reset(struct run *r)
-{
-    if (++r->stamp == 0) { /* wrapped: really clear */
-        memset(r->memo, 0, MEMO_SLOTS * sizeof(*r->memo));
-        r->stamp = 1;
-    }
-    r->memo_fill = 0;
-}
-
-static bool memo_failed(struct run *r, uint32_t j)
-{
-    return memo_find(r, j)->stamp == r->stamp;
-}
-
-static void memo_add(struct run *r, uint32_t j)
-{
-    if (r->memo_fill >= MEMO_FILL)
-        return; /* full: later shapes are simply tried again */
-    struct memo_slot *m = memo_find(r, j);
-    m->hash = r->st[j].khash;
-    m->job = j;
-    m->stamp = r->stamp;
-    r->memo_fill++;
-}
-
 /* ---- clock and utilisation ---------------------------------------------- */
 
 /* Close the bucket starting at t0 that covered len ms. */
@@ -415,18 +300,6 @@ static int advance(struct run *r, uint64_t t)
 
 /* ---- starting, ending, preempting ---------------------------------------- */
 
-static double gpus_held(const crater_sched_t *s, const crater_placement_t *p)
-{
-    const crater_node_t *node = crater_sched_node(s, p->node);
-    double g = 0;
-
-    for (uint32_t i = 0; i < p->ngpus; i++) {
-        double mib = (double)node->gpus[p->gpu[i]].memory_bytes / MIB;
-        g += p->whole ? 1.0 : (mib > 0 ? p->gpu_mib[i] / mib : 0);
-    }
-    return g;
-}
-
 static void level(struct run *r, uint32_t j, double sign)
 {
     const struct jstate *st = &r->st[j];
@@ -468,19 +341,20 @@ static void running_remove(struct run *r, uint32_t j)
     r->st[last].rpos = pos;
 }
 
+/* Job j was placed and committed by the pass: it starts now. */
 static int start(struct run *r, uint32_t j, const crater_placement_t *p)
 {
     struct jstate *st = &r->st[j];
 
-    if (crater_sched_commit(r->s, j + 1ull, &r->jobs[j].req, p, r->err) < 0)
-        return -1;
     if (crater_queue_remove(r->q, j + 1ull, r->err) < 0)
         return -1;
+    if (r->o.on_start)
+        r->o.on_start(r->o.on_start_arg, j, p, r->now);
     st->st = ST_RUNNING;
     st->start_ms = r->now;
     if (st->first_start_ms == UINT64_MAX)
         st->first_start_ms = r->now;
-    st->galloc = gpus_held(r->s, p);
+    st->galloc = crater_sched_gpus_held(r->s, p);
     st->cpu = p->cpu_milli;
     st->mem = p->mem_bytes;
     level(r, j, 1.0);
@@ -501,8 +375,9 @@ static int enqueue(struct run *r, uint32_t j)
 
     e.demand[CRATER_QDIM_GPU] = job->gpu_milli / 1000.0;
     r->st[j].st = ST_PENDING;
-    r->dirty = true;
-    return crater_queue_push(r->q, &e, r->err);
+    if (crater_queue_push(r->q, &e, r->err) < 0)
+        return -1;
+    return crater_pass_queued(r->pass, e.id, r->err);
 }
 
 static int evict(struct run *r, uint32_t j)
@@ -520,172 +395,93 @@ static int evict(struct run *r, uint32_t j)
     return enqueue(r, j);
 }
 
-static int execute_plan(struct run *r,
-                        uint32_t j,
-                        const crater_preempt_plan_t *plan)
+/* ---- the pass's ops ------------------------------------------------------ */
+
+static int op_job(void *arg, uint64_t id, crater_pass_job_t *job)
 {
-    for (uint32_t v = 0; v < plan->nvictims; v++)
-        if (evict(r, (uint32_t)(plan->victims[v] - 1)) < 0)
-            return -1;
-    return start(r, j, &plan->placement);
+    struct run *r = arg;
+    uint32_t j = (uint32_t)(id - 1);
+
+    if (r->st[j].st != ST_PENDING)
+        return 0;
+    job->req = &r->jobs[j].req;
+    job->replicas = 1;
+    job->task = id;
+    job->time_limit_ms = limit_left(r, j);
+    return 1;
 }
 
-/* The head j did not fit: reserve its start from the running jobs'
- * expected ends (none when it cannot fit even after all of them). */
-static int reserve_head(struct run *r, uint32_t j)
+static int op_bind(void *arg,
+                   uint64_t id,
+                   const crater_placement_t *pl,
+                   uint32_t n,
+                   crater_error_t *err)
 {
+    (void)n; /* the traces have no gangs */
+    (void)err;
+    return start(arg, (uint32_t)(id - 1), pl);
+}
+
+/* Victims are evicted at once and requeued; the pass starts the job. */
+static int op_preempt(void *arg,
+                      uint64_t id,
+                      const crater_preempt_plan_t *plan,
+                      crater_error_t *err)
+{
+    (void)id;
+    (void)err;
+    for (uint32_t v = 0; v < plan->nvictims; v++)
+        if (evict(arg, (uint32_t)(plan->victims[v] - 1)) < 0)
+            return -1;
+    return 1;
+}
+
+/* Nothing in a trace can fail a job (no deadlines, no dependencies);
+ * should one, it leaves the queue and is counted as never started. */
+static void op_fail(void *arg, uint64_t id, const char *reason)
+{
+    struct run *r = arg;
+
+    (void)reason;
+    crater_queue_remove(r->q, id, NULL);
+    r->st[id - 1].st = ST_FAILED;
+}
+
+/* The running jobs' expected ends (their time limits). */
+static size_t op_ends(void *arg, const crater_task_end_t **ends)
+{
+    struct run *r = arg;
     size_t n = 0;
-    crater_error_t e;
 
     for (size_t i = 0; i < r->nrunning; i++) {
         uint32_t k = r->running[i];
         if (r->st[k].exp_end != UINT64_MAX)
             r->ends[n++] = (crater_task_end_t){k + 1ull, r->st[k].exp_end};
     }
-    r->resv_ok =
-        crater_sched_reserve(r->s, &r->jobs[j].req, r->ends, n, &r->resv, &e)
-        == 0;
-    if (!r->resv_ok && e.errnum != CRATER_EUNSCHED)
-        return crater_errorf(r->err, e.errnum, "%s", e.text);
-    r->resv.head = j + 1ull;
-    r->resv_prio = r->jobs[j].req.priority;
-    return 0;
+    *ends = r->ends;
+    return n;
 }
 
-/* Place j now: behind a reserved head (a job of its priority or lower
- * while r->resv_ok) only where it cannot delay the head (reserve.h).
- * 0 placed (*p), 1 refused for the head's sake, -1 does not fit. */
-static int place_now(struct run *r, uint32_t j, crater_placement_t *p)
-{
-    const crater_replay_job_t *job = &r->jobs[j];
-    crater_backfill_verdict_t v;
+static const crater_pass_ops_t replay_ops = {
+    .version = CRATER_PASS_OPS_VERSION,
+    .job = op_job,
+    .bind = op_bind,
+    .preempt = op_preempt,
+    .fail = op_fail,
+    .ends = op_ends,
+};
 
-    r->res->place_calls++;
-    if (!r->resv_ok || job->req.priority > r->resv_prio)
-        return crater_sched_place(r->s, &job->req, p, NULL);
-    return crater_sched_place_backfill(r->s,
-                                       &job->req,
-                                       r->now,
-                                       limit_left(r, j),
-                                       &r->resv,
-                                       p,
-                                       &v,
-                                       NULL);
-}
-
-/* Try to start job j. Returns 1 when a preemption freed capacity, 0 when
- * the job started or does not fit, -1 on error. A shape refused for the
- * head's sake is remembered for the pass (the extra only shrinks) unless
- * the job could end before the shadow time, which another job of its
- * shape may not. */
-static int try_job(struct run *r, uint32_t j)
-{
-    const crater_replay_job_t *job = &r->jobs[j];
-    uint64_t lim = limit_left(r, j);
-    bool early = r->resv_ok && lim && r->now + lim <= r->resv.w.shadow_ms;
-    crater_placement_t p;
-    crater_preempt_plan_t plan;
-    int rc;
-
-    if (memo_failed(r, j) && !early)
-        return 0;
-    /* no error object: only EUNSCHED is possible, and the core skips
-     * the explanation it would otherwise build for it */
-    if ((rc = place_now(r, j, &p)) == 0)
-        return start(r, j, &p);
-    if (rc > 0) {
-        if (!early)
-            memo_add(r, j);
-        return 0;
-    }
-    if (r->o.preempt && job->cls == CRATER_REPLAY_HIGH && !r->head_failed) {
-        r->res->plan_calls++;
-        if (crater_sched_plan_preemption(r->s, &job->req, &plan, r->err) == 0)
-            return execute_plan(r, j, &plan) < 0 ? -1 : 1;
-        if (r->err->errnum != CRATER_EUNSCHED)
-            return -1;
-    }
-    r->head_failed = true;
-    if (!early)
-        memo_add(r, j);
-    if (r->o.backfill && !r->resv_ok)
-        return reserve_head(r, j);
-    return 0;
-}
-
-/* ---- scheduling passes --------------------------------------------------- */
-
-static int cmp_fresh(const void *a, const void *b, void *arg)
-{
-    const crater_replay_job_t *jobs = arg;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-    if (jobs[x].req.priority != jobs[y].req.priority)
-        return jobs[x].req.priority > jobs[y].req.priority ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-/* Try every job of list[0..n-1] that is still pending; 1 if some
- * preemption happened. */
-static int try_list(struct run *r,
-                    const uint32_t *l32,
-                    const uint64_t *l64,
-                    size_t n)
-{
-    int preempted = 0;
-
-    memo_reset(r);
-    r->head_failed = false;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t j = l32 ? l32[i] : (uint32_t)(l64[i] - 1);
-        if (r->st[j].st != ST_PENDING)
-            continue;
-        int rc = try_job(r, j);
-        if (rc < 0)
-            return -1;
-        if (rc > 0) {
-            preempted = 1;
-            memo_reset(r); /* capacity was freed */
-            r->head_failed = false;
-            r->resv_ok = false;
-        }
-    }
-    return preempted;
-}
-
-static int full_pass(struct run *r)
-{
-    r->resv_ok = false; /* capacity came back: a new head, a new shadow */
-    if (r->dirty) {
-        r->norder = crater_queue_count(r->q);
-        if (crater_queue_order(r->q, r->now, NULL, r->order, r->err) < 0)
-            return -1;
-        r->dirty = false;
-    }
-    return try_list(r, NULL, r->order, r->norder);
-}
-
+/* A departure gave capacity back (full pass); a pass whose preemptions
+ * freed capacity is followed by one more full pass. */
 static int schedule(struct run *r, bool released)
 {
     int rc;
 
-    if (released) {
-        rc = full_pass(r);
-    } else {
-        qsort_r(r->fresh,
-                r->nfresh,
-                sizeof(*r->fresh),
-                cmp_fresh,
-                (void *)r->jobs);
-        rc = try_list(r, r->fresh, NULL, r->nfresh);
-    }
-    /* A preemption may free more than its job took, and requeues its
-     * victims: one more pass gives them that room now. Further passes are
-     * left to the next release, so that a burst of preemptions costs one
-     * pass over the queue, not one per preemption. */
+    if (released)
+        crater_pass_capacity_changed(r->pass);
+    rc = crater_pass_run(r->pass, r->now, r->err);
     if (rc > 0)
-        rc = full_pass(r);
-    r->nfresh = 0;
+        rc = crater_pass_run(r->pass, r->now, r->err);
     return rc < 0 ? -1 : 0;
 }
 
@@ -715,7 +511,6 @@ static int process_event(struct run *r, uint64_t t)
         uint32_t j = r->arr[r->next_arr++];
         if (enqueue(r, j) < 0)
             return -1;
-        r->fresh[r->nfresh++] = j;
     }
     return schedule(r, released);
 }
@@ -801,14 +596,15 @@ static int run_init(struct run *r)
     r->arr = malloc(n * sizeof(*r->arr));
     r->heap_cap = n;
     r->heap = malloc(n * sizeof(*r->heap));
-    r->order = malloc(n * sizeof(*r->order));
-    r->fresh = malloc(n * sizeof(*r->fresh));
-    r->memo = calloc(MEMO_SLOTS, sizeof(*r->memo));
     r->running = malloc(n * sizeof(*r->running));
     r->ends = malloc(n * sizeof(*r->ends));
     r->q = crater_queue_create();
-    if (!r->st || !r->arr || !r->heap || !r->order || !r->fresh || !r->memo
-        || !r->running || !r->ends || !r->q)
+    if (r->q) {
+        crater_pass_params_t prm = {r->o.preempt, r->o.backfill};
+        r->pass = crater_pass_create(r->s, r->q, &prm, &replay_ops, r);
+    }
+    if (!r->st || !r->arr || !r->heap || !r->pass || !r->running || !r->ends
+        || !r->q)
         return crater_errorf(r->err, CRATER_ENOMEM, "out of memory");
     for (size_t i = 0; i < r->n; i++) {
         if (r->jobs[i].runtime_ms == 0)
@@ -821,8 +617,6 @@ static int run_init(struct run *r)
         if (r->jobs[i].time_limit_ms
             && r->jobs[i].time_limit_ms < r->jobs[i].runtime_ms)
             r->st[i].remaining_ms = r->jobs[i].time_limit_ms; /* cut */
-        struct memo_key k = memo_key_of(&r->jobs[i].req);
-        r->st[i].khash = memo_hash(&k);
         r->st[i].first_start_ms = UINT64_MAX;
     }
     return sort_arrivals(r);
@@ -833,11 +627,9 @@ static void run_free(struct run *r)
     free(r->st);
     free(r->arr);
     free(r->heap);
-    free(r->order);
-    free(r->fresh);
-    free(r->memo);
     free(r->running);
     free(r->ends);
+    crater_pass_destroy(r->pass);
     crater_queue_destroy(r->q);
 }
 
@@ -1001,6 +793,10 @@ int crater_replay_run(crater_sched_t *s,
         rc = event_loop(&r);
     }
     if (rc == 0) {
+        crater_pass_stats_t ps;
+        crater_pass_get_stats(r.pass, &ps);
+        res->place_calls = ps.place_calls;
+        res->plan_calls = ps.plan_calls;
         res->never_started = crater_queue_count(r.q);
         utilisation(&r);
         rc = stats(&r);
