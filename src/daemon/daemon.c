@@ -102,7 +102,7 @@ static int open_parts(crater_daemon_t *d,
     if (!(d->sched = crater_sched_create(&d->cfg, d->kb, &sched_env))
         || !(d->twin = crater_sched_create(&d->cfg, d->kb, &sched_env)))
         return crater_errorf(err, CRATER_ENOMEM, "cannot create scheduler");
-    if (metrics_setup(d, err) < 0)
+    if (typical_init(d, err) < 0 || metrics_setup(d, err) < 0)
         return -1;
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
@@ -423,6 +423,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     free_state(d);
     crater_router_destroy(d->router);
     crater_metrics_destroy(d->metrics);
+    typical_free(d);
     crater_sched_destroy(d->sched);
     crater_sched_destroy(d->twin);
     crater_queue_destroy(d->queue);
