@@ -25,6 +25,14 @@ typedef enum crater_migration_policy {
     CRATER_MIGRATION_NEVER,        /* mark failed, never requeue */
 } crater_migration_policy_t;
 
+/* Where Crater's policy gets its typical-task distribution in craterd
+ * (crater/typhist.h). */
+typedef enum crater_typical_mode {
+    CRATER_TYPICAL_LEARNED, /* the decayed histogram of submissions */
+    CRATER_TYPICAL_PRIOR,   /* the fixed prior only */
+    CRATER_TYPICAL_OFF,     /* none: the plugin scores alone */
+} crater_typical_mode_t;
+
 typedef enum crater_store_backend {
     CRATER_STORE_SQLITE,
     CRATER_STORE_ETCD,
@@ -34,18 +42,21 @@ typedef struct crater_config {
     struct {
         struct {
             double gpu, cpu, memory, disk;
-        } score_weights;                   /* scheduler.scoreWeights */
-        double cpu_threshold;              /* scheduler.cpuThreshold */
-        double memory_threshold;           /* scheduler.memoryThreshold */
-        uint32_t max_tasks_per_gpu;        /* scheduler.maxTasksPerGPU */
-        double overcommit_ratio;           /* scheduler.overcommitRatio */
-        double safety_watermark;           /* scheduler.safetyWatermark */
-        uint64_t gpu_context_overhead;     /* scheduler.gpuContextOverhead, B */
-        bool prefer_low_utilization;       /* scheduler.preferLowUtilization */
-        char *policy;                      /* scheduler.policy */
-        bool backfill;                     /* scheduler.backfill */
-        uint64_t resource_grace_period_ms; /* scheduler.resourceGracePeriod */
-        uint64_t preemption_min_runtime_ms; /* preemptionMinRuntime */
+        } score_weights;               /* scheduler.scoreWeights */
+        double cpu_threshold;          /* scheduler.cpuThreshold */
+        double memory_threshold;       /* scheduler.memoryThreshold */
+        uint32_t max_tasks_per_gpu;    /* scheduler.maxTasksPerGPU */
+        double overcommit_ratio;       /* scheduler.overcommitRatio */
+        double safety_watermark;       /* scheduler.safetyWatermark */
+        uint64_t gpu_context_overhead; /* scheduler.gpuContextOverhead, B */
+        bool prefer_low_utilization;   /* scheduler.preferLowUtilization */
+        char *policy;                  /* scheduler.policy */
+        crater_typical_mode_t typical_tasks; /* scheduler.typicalTasks */
+        uint32_t typical_half_life;          /* scheduler.typicalHalfLife */
+        uint32_t typical_min_samples;        /* scheduler.typicalMinSamples */
+        bool backfill;                       /* scheduler.backfill */
+        uint64_t resource_grace_period_ms;   /* scheduler.resourceGracePeriod */
+        uint64_t preemption_min_runtime_ms;  /* preemptionMinRuntime */
         struct {
             double joint, packing, topology, locality, low_utilization;
         } plugin_weights;            /* scheduler.pluginWeights */

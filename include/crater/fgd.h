@@ -25,7 +25,8 @@
 #define CRATER_FGD_STEPS 131 /* arrived 0%..130% */
 
 typedef struct crater_fgd_opts {
-    const char *policy; /* crater_sched_policy_names(); NULL = "crater" */
+    /* crater_fgd_policy_names(); NULL = "crater" */
+    const char *policy;
     uint64_t seed;
     double inflate;     /* 1.3 in the paper; 0 = 1.3 */
     double typical_pct; /* typical pods: shapes making up this % (95) */
@@ -48,6 +49,12 @@ typedef struct crater_fgd_result {
     double end_room[11];
     double end_room_cpu_starved;
 } crater_fgd_result_t;
+
+/* The core's policies and "crater-learned": Crater's policy against the
+ * histogram of the pods arrived so far (crater/typhist.h with craterd's
+ * default settings) instead of the whole trace's typical pods. Static,
+ * NULL-terminated. */
+const char *const *crater_fgd_policy_names(void);
 
 /* Typical pod shapes of a trace (the FGD artifact's rule: shapes by
  * (cpu, gpu_milli, num_gpu, gpu_spec), most frequent first, ties by the

@@ -83,6 +83,11 @@ typedef struct crater_replay_opts {
     /* The nodes s was built from, for CPU and memory capacity (the core
      * keeps no copy of them); NULL: CPU and memory utilisation are 0. */
     const crater_cluster_t *cluster;
+    /* Crater's typical tasks learned from the arrivals as craterd learns
+     * them from submissions (typhist.h): each arriving job is observed,
+     * and installed into s when it moved enough. NULL: s keeps whatever
+     * distribution it has. Borrowed. */
+    struct crater_typhist *learn;
     /* Called every few thousand events; may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;

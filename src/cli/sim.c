@@ -11,6 +11,8 @@
  * every trace x policy x seed in this process and prints, per trace, the
  * mean over seeds next to the paper's cached numbers (fgd_expected.md in
  * the same directory) and the difference. Progress goes to stderr.
+ * A policy is one of the core's or "crater-learned" (Crater's policy with
+ * the typical tasks learned from the arrivals, as craterd runs it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -688,7 +690,7 @@ static int compare_opts(int argc, char **argv, struct cmp *c)
     c->npolicies = split_list(c->policybuf,
                               c->policies,
                               MAX_POLICIES,
-                              crater_sched_policy_names(),
+                              crater_fgd_policy_names(),
                               "--policies");
     if (c->ntraces < 0 || c->npolicies < 0)
         return -1;

@@ -12,7 +12,10 @@
  * terminal; --json and --csv print machine-readable summaries instead;
  * --plot DIR writes SVG charts (utilisation over time, queueing delay
  * CDF). This is the CLI, so it prints and measures wall-clock time; the
- * library it drives does neither.
+ * library it drives does neither. --learn-typical gives crater the
+ * typical tasks learned from the arrivals, as craterd learns them from
+ * its submissions (crater/typhist.h); without it crater has none (the
+ * plugin scores), as before.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include "crater/hwfile.h"
 #include "crater/replay.h"
 #include "crater/svg.h"
+#include "crater/typhist.h"
 #include "crater/units.h"
 
 #define NPOL 2
@@ -38,6 +42,7 @@ struct ropts {
     double load;   /* 0: replay the trace's own times */
     double limits; /* --time-limits F: timeLimit = F x run time; 0 none */
     bool json, csv, no_preempt, no_backfill;
+    bool learn; /* --learn-typical: crater learns its typical tasks */
 };
 
 /* One policy's run. */
@@ -218,6 +223,28 @@ static int set_load(const struct ropts *o,
     return 0;
 }
 
+/* --learn-typical, policy crater: craterd's histogram, the prior in s. */
+static int learn_setup(const struct ropts *o,
+                       const struct prun *pr,
+                       crater_sched_t *s,
+                       crater_typhist_t **out,
+                       crater_error_t *err)
+{
+    crater_config_t cfg;
+    crater_typhist_opts_t to;
+
+    *out = NULL;
+    if (!o->learn || pr->pol != CRATER_REPLAY_CRATER)
+        return 0;
+    if (crater_config_defaults(&cfg) < 0)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    crater_typhist_opts_from_config(&cfg, &to);
+    crater_config_clear(&cfg);
+    if (!(*out = crater_typhist_create(&to)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return crater_typhist_install(*out, s, err);
+}
+
 static int run_policy(const struct ropts *o,
                       const struct input *in,
                       struct prun *pr,
@@ -240,7 +267,9 @@ static int run_policy(const struct ropts *o,
 
     if (!s)
         return -1;
-    int rc = make_jobs(in, s, pr, &jobs, &n, err);
+    int rc = learn_setup(o, pr, s, &ro.learn, err);
+    if (rc == 0)
+        rc = make_jobs(in, s, pr, &jobs, &n, err);
     if (rc == 0)
         rc = set_load(o, s, pr, jobs, n, err);
     for (size_t i = 0; rc == 0 && o->limits > 0 && i < n; i++)
@@ -255,6 +284,7 @@ static int run_policy(const struct ropts *o,
     if (ro.progress)
         fprintf(stderr, "\r%60s\r", "");
     free(jobs);
+    crater_typhist_destroy(ro.learn);
     crater_sched_destroy(s);
     return rc;
 }
@@ -607,6 +637,7 @@ static void usage(FILE *fp)
             "                         [--load L] [--sample DURATION] "
             "[--no-preempt]\n"
             "                         [--time-limits F] [--no-backfill]\n"
+            "                         [--learn-typical]\n"
             "                         [--json|--csv] [--plot DIR]\n"
             "       crater sim synthetic SPEC [same options]\n"
             "SPEC: nodes=N,jobs=M[,mix=openb|builtin][,seed=S][,load=0.9]"
@@ -696,6 +727,7 @@ static const struct option long_opts[] = {
     {"no-preempt", no_argument, NULL, 'N'},
     {"time-limits", required_argument, NULL, 'T'},
     {"no-backfill", no_argument, NULL, 'B'},
+    {"learn-typical", no_argument, NULL, 'l'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -736,6 +768,9 @@ static int set_opt(int c, struct ropts *o)
         break;
     case 'B':
         o->no_backfill = true;
+        break;
+    case 'l':
+        o->learn = true;
         break;
     case 'T':
         if (parse_limits(optarg, o) < 0)

@@ -75,6 +75,7 @@ static const char *const migration_names[] = {"conservative",
                                               "never",
                                               NULL};
 static const char *const backend_names[] = {"sqlite", "etcd", NULL};
+static const char *const typical_names[] = {"learned", "prior", "off", NULL};
 
 static int check_listen(crater_dec_t *d, const void *field);
 static int check_policy(crater_dec_t *d, const void *field);
@@ -138,10 +139,25 @@ static const row_t rows[] = {
  "Prefer the least utilised nodes instead of packing (spreads warm "
  "inference replicas)."},
 {"scheduler.policy", T_STRING, F(scheduler.policy), "crater", 0, 0, 0, NULL,
- check_policy, "Scheduling policy: crater (the plugin scores), or one of "
+ check_policy, "Scheduling policy: crater (fragmentation against the "
+ "typical tasks, see typicalTasks; the one that beats FGD), or one of "
  "the FGD paper's baselines for comparison (random, dotprod, "
  "gpuclustering, gpupacking, bestfit, fgd) or k8s (Kubernetes-default-"
  "like)."},
+{"scheduler.typicalTasks", T_ENUM, F(scheduler.typical_tasks), "learned",
+ 0, 0, 0, typical_names, NULL,
+ "The typical-task distribution crater and fgd measure fragmentation "
+ "against: learned (a decayed histogram of the submissions, after a prior "
+ "of 1, 2, 4 and 8 whole GPUs until typicalMinSamples), prior (that prior "
+ "only), or off (crater is the plugin scores alone)."},
+{"scheduler.typicalHalfLife", T_UINT, F(scheduler.typical_half_life),
+ "1000", 1, 10000000, 0, NULL, NULL,
+ "Submissions after which a submission weighs half in the learned "
+ "typical-task histogram."},
+{"scheduler.typicalMinSamples", T_UINT, F(scheduler.typical_min_samples),
+ "100", 0, 10000000, 0, NULL, NULL,
+ "Submissions seen before the learned typical-task histogram replaces "
+ "the prior."},
 {"scheduler.backfill", T_BOOL, F(scheduler.backfill), "true", 0, 0, 0, NULL,
  NULL, "Let small jobs start ahead of the queue head when they do not "
  "delay it."},
@@ -345,7 +361,8 @@ static const row_t rows[] = {
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 _Static_assert(sizeof(crater_migration_policy_t) == sizeof(int)
-                   && sizeof(crater_store_backend_t) == sizeof(int),
+                   && sizeof(crater_store_backend_t) == sizeof(int)
+                   && sizeof(crater_typical_mode_t) == sizeof(int),
                "T_ENUM rows store an int");
 #define MAX_STRING 1024
 #define MAX_ENDPOINTS 32

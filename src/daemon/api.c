@@ -271,6 +271,7 @@ int api_add_routes(crater_daemon_t *d, crater_error_t *err)
                    || api_agents_routes(d, err) < 0
                    || api_arrays_routes(d, err) < 0
                    || api_admin_routes(d, err) < 0
+                   || api_typical_routes(d, err) < 0
                ? -1
                : 0;
 }

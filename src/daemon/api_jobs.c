@@ -163,6 +163,7 @@ static void submit_done(int rc,
     if (rc == 0) {
         for (size_t i = 0; i < c->njobs; i++) {
             c->jobs[i]->durable = true;
+            typical_note(d, c->jobs[i]);
             queue_push_job(d, c->jobs[i]);
         }
         loop_kick(d);

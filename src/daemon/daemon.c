@@ -102,7 +102,8 @@ static int open_parts(crater_daemon_t *d,
     if (!(d->sched = crater_sched_create(&d->cfg, d->kb, &sched_env))
         || !(d->twin = crater_sched_create(&d->cfg, d->kb, &sched_env)))
         return crater_errorf(err, CRATER_ENOMEM, "cannot create scheduler");
-    if (loop_init(d, err) < 0 || metrics_setup(d, err) < 0)
+    if (loop_init(d, err) < 0 || typical_init(d, err) < 0
+        || metrics_setup(d, err) < 0)
         return -1;
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
@@ -425,6 +426,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     crater_pass_destroy(d->pass);
     free(d->share_buf);
     free(d->ends_buf);
+    typical_free(d);
     crater_sched_destroy(d->sched);
     crater_sched_destroy(d->twin);
     crater_queue_destroy(d->queue);

@@ -36,6 +36,7 @@
 #include "crater/reserve.h"
 #include "crater/sched.h"
 #include "crater/store.h"
+#include "crater/typhist.h"
 #include "daemon/daemon.h"
 
 /* Store layout (keys sort by id: ids are zero-padded). */
@@ -204,6 +205,10 @@ struct crater_daemon {
     crater_sched_t *sched;
     crater_sched_t *twin; /* every node, empty and ready: what could ever
                              run (admission refuses the rest) */
+    /* typical.c: the submissions' typical-task histogram (NULL with
+     * scheduler.typicalTasks off); stale: a node came since its install */
+    crater_typhist_t *typ;
+    bool typ_stale;
     crater_queue_t *queue;
     crater_profiles_t *profiles; /* shared: the admin's */
     struct tprofiles {           /* each tenant's own, under prof_lock */
@@ -588,6 +593,21 @@ int api_register(crater_daemon_t *d,
                  crater_error_t *err);
 int api_add_routes(crater_daemon_t *d, crater_error_t *err);
 int api_jobs_routes(crater_daemon_t *d, crater_error_t *err);
+int api_typical_routes(crater_daemon_t *d, crater_error_t *err);
+
+/* ---- typical.c ------------------------------------------------------------
+ *
+ * Crater's typical-task distribution (scheduler.typicalTasks). */
+/* Create the histogram and install the prior (nothing when off). */
+int typical_init(crater_daemon_t *d, crater_error_t *err);
+void typical_free(crater_daemon_t *d);
+/* An admitted submission: count j's request once per replica and install
+ * the distribution in d->sched when it moved enough. */
+void typical_note(crater_daemon_t *d, const djob_t *j);
+/* At load: count every stored job in id order, then install. */
+void typical_rebuild(crater_daemon_t *d);
+/* A node was added: reinstall at the next submission. */
+void typical_nodes_changed(crater_daemon_t *d);
 int api_nodes_routes(crater_daemon_t *d, crater_error_t *err);
 int api_agents_routes(crater_daemon_t *d, crater_error_t *err);
 int api_admin_routes(crater_daemon_t *d, crater_error_t *err);

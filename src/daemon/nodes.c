@@ -121,6 +121,7 @@ dnode_t *node_add(crater_daemon_t *d,
         crater_log(LOG_WARNING,
                    "node %s: admission will not know it",
                    c->nodes[0].name);
+    typical_nodes_changed(d);
     n->sid = (uint32_t)sid;
     n->hw = crater_hw_encode_node(&c->nodes[0]);
     n->model = c;

@@ -293,6 +293,7 @@ int persist_load(crater_daemon_t *d, crater_error_t *err)
         || load_prefix(d, KEY_NODES, load_node, err) < 0
         || load_prefix(d, KEY_JOBS, load_job, err) < 0)
         return -1;
+    typical_rebuild(d);
     for (size_t i = 0; i < d->ntprofiles; i++)
         crater_profiles_share(d->tprofiles[i].reg, d->profiles);
     /* a preemptor waiting for victims restarts its wait from scratch */

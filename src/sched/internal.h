@@ -264,6 +264,10 @@ struct crater_sched {
      * normaliser of the "crater" policy's task weights (policy_frag.c);
      * computed by crater_sched_set_typical() */
     double crater_wsum;
+    /* memory units of one GPU for a share's GPU demand (slice / unit):
+     * the mean GPU memory of the cluster, 1000 in the FGD protocol's
+     * milli-GPUs; computed by crater_sched_set_typical() */
+    double typical_unit;
 };
 
 /* index.c */

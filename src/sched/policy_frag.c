@@ -49,18 +49,21 @@ static int node_model(const crater_sched_t *s, uint32_t node)
  * Small tasks arrive many times per GPU they use, so a node that can no
  * longer take them loses more than the frequency alone says; on the openb
  * tuning seeds this gained 0.1-0.25 points at 100% and 130% on 10 traces. */
-static double demand_pow(const crater_typical_t *t)
+static double share_gpus(const crater_sched_t *s, const crater_typical_t *t)
 {
-    /* a share in milli-GPUs, as set_scarcity() reads it (the FGD protocol's
-     * units; a cluster in MiB would make shares look larger) */
-    double d = t->gpus ? (t->slice ? t->slice / 1000.0 : t->gpus) : 1.0;
+    return t->slice ? t->slice / s->typical_unit : t->gpus;
+}
+
+static double demand_pow(const crater_sched_t *s, const crater_typical_t *t)
+{
+    double d = t->gpus ? share_gpus(s, t) : 1.0;
 
     return pow(d, -0.6);
 }
 
 static double crater_weight(const crater_sched_t *s, const crater_typical_t *t)
 {
-    return s->crater_wsum > 0 ? t->weight * demand_pow(t) / s->crater_wsum
+    return s->crater_wsum > 0 ? t->weight * demand_pow(s, t) / s->crater_wsum
                               : t->weight;
 }
 
@@ -121,6 +124,21 @@ double crater_sched_node_frag(const crater_sched_t *s, uint32_t node)
     return sched__frag(s, node, left, s->dyn[node].cpu_free);
 }
 
+/* A share's GPU demand is its slice over the mean GPU memory: exactly
+ * milli-GPUs / 1000 in the FGD protocol (every GPU 1000 units), and a
+ * fraction of a GPU, not GiB, on a cluster in MiB (craterd). */
+static double mean_gpu_mem(const crater_sched_t *s)
+{
+    double sum = 0, n = 0;
+
+    for (uint32_t k = 0; k < s->n; k++)
+        for (uint32_t i = 0; i < s->st[k].ngpus; i++) {
+            sum += s->gs[s->st[k].gpu_first + i].mem_mib;
+            n++;
+        }
+    return n > 0 ? sum / n : 1000.0;
+}
+
 /* scarcity[m] = (restricted GPU demand on m) / (m's share of the GPUs). */
 static void set_scarcity(crater_sched_t *s)
 {
@@ -137,7 +155,7 @@ static void set_scarcity(crater_sched_t *s)
         uint64_t mask = t->model_mask & ~(1ull << 63);
         if (!mask || !t->gpus)
             continue;
-        double need = t->slice ? t->slice / 1000.0 : t->gpus;
+        double need = share_gpus(s, t);
         int nm = (int)sched__popcount64(mask);
         for (uint32_t m = 0; m < s->nmodels; m++)
             if ((mask >> m) & 1 && gpus[m] > 0)
@@ -162,9 +180,10 @@ int crater_sched_set_typical(crater_sched_t *s,
     free(s->typical);
     s->typical = copy;
     s->ntypical = n;
+    s->typical_unit = mean_gpu_mem(s);
     s->crater_wsum = 0;
     for (size_t k = 0; k < n; k++)
-        s->crater_wsum += copy[k].weight * demand_pow(&copy[k]);
+        s->crater_wsum += copy[k].weight * demand_pow(s, &copy[k]);
     set_scarcity(s);
     s->memo_epoch++;
     return 0;

@@ -5,11 +5,18 @@
  * policy measured is the one the control plane runs, so the driver only
  * builds the cluster, orders the pods and records what the core decides.
  * The workload is a list of indices into the trace (no copies of rows).
+ *
+ * "crater-learned" is Crater's policy as craterd runs it: no oracle
+ * distribution, but the decayed histogram of the pods arrived so far
+ * (crater/typhist.h, craterd's defaults), fed at each arrival before the
+ * pod is placed, as craterd feeds it at each admitted submission.
  */
 #include "crater/fgd.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "crater/typhist.h"
 
 uint64_t crater_splitmix64(uint64_t *state)
 {
@@ -147,8 +154,32 @@ int crater_fgd_typical(const crater_sched_t *s,
 /* ---- the run
  * ----------------------------------------------------------------- */
 
+static const char *const fgd_policies[] = {
+    "crater",
+    "random",
+    "dotprod",
+    "gpuclustering",
+    "gpupacking",
+    "bestfit",
+    "fgd",
+    "k8s",
+    "crater-learned",
+    NULL,
+};
+
+const char *const *crater_fgd_policy_names(void)
+{
+    return fgd_policies;
+}
+
+static bool learned(const char *policy)
+{
+    return policy && strcmp(policy, "crater-learned") == 0;
+}
+
 struct run {
     crater_sched_t *s;
+    crater_typhist_t *learn; /* "crater-learned": the arrivals' histogram */
     crater_config_t cfg;
     crater_cluster_t *cluster;
     size_t *order;
@@ -158,6 +189,7 @@ struct run {
 
 static void run_free(struct run *r)
 {
+    crater_typhist_destroy(r->learn);
     crater_sched_destroy(r->s);
     crater_cluster_destroy(r->cluster);
     crater_config_clear(&r->cfg);
@@ -216,6 +248,8 @@ static int make_sched(struct run *r,
     for (size_t i = 0; i < r->cluster->nnodes; i++)
         if (crater_sched_add_node(r->s, &r->cluster->nodes[i], err) < 0)
             return -1;
+    if (learned(policy))
+        policy = "crater";
     return crater_sched_set_policy(r->s, policy ? policy : "crater", err);
 }
 
@@ -323,6 +357,8 @@ static int place_all(struct run *r,
         crater_error_t e;
         if (crater_openb_request(r->s, p, 1, &req, err) < 0)
             return -1;
+        if (r->learn && crater_typhist_observe(r->learn, r->s, &req, err) < 0)
+            return -1;
         if (crater_sched_place(r->s, &req, &pl, &e) == 0) {
             if (crater_sched_commit(r->s, i + 1, &req, &pl, err) < 0)
                 return -1;
@@ -342,6 +378,28 @@ static int place_all(struct run *r,
     /* the inflation stops short of 130%: the last value stands for the rest */
     record(res, r->s, (uint64_t)(res->capacity_milli * 2), alloc, &step);
     return 0;
+}
+
+/* craterd's histogram settings (config defaults), the prior installed. */
+static int learn_init(struct run *r, crater_error_t *err)
+{
+    crater_typhist_opts_t o;
+
+    crater_typhist_opts_from_config(&r->cfg, &o);
+    if (!(r->learn = crater_typhist_create(&o)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return crater_typhist_install(r->learn, r->s, err);
+}
+
+static size_t learn_shapes(const crater_typhist_t *h)
+{
+    crater_typical_t *t = NULL;
+    size_t n = 0;
+
+    if (crater_typhist_get(h, &t, &n, NULL) < 0)
+        return 0;
+    free(t);
+    return n;
 }
 
 int crater_fgd_run(const crater_trace_node_t *nodes,
@@ -367,8 +425,17 @@ int crater_fgd_run(const crater_trace_node_t *nodes,
         res->capacity_milli += 1000ull * r.cluster->nodes[i].ngpus;
     res->gpu_nodes = r.cluster->nnodes;
     res->pods = npods;
-    if (crater_fgd_typical(r.s, pods, npods, pct, &typ, &res->typical, err) < 0
-        || crater_sched_set_typical(r.s, typ, res->typical, err) < 0)
+    if (learned(o->policy)
+            ? learn_init(&r, err) < 0
+            : crater_fgd_typical(r.s,
+                                 pods,
+                                 npods,
+                                 pct,
+                                 &typ,
+                                 &res->typical,
+                                 err)
+                      < 0
+                  || crater_sched_set_typical(r.s, typ, res->typical, err) < 0)
         goto out;
     if (make_order(&r,
                    pods,
@@ -379,6 +446,8 @@ int crater_fgd_run(const crater_trace_node_t *nodes,
             < 0
         || place_all(&r, pods, res, err) < 0)
         goto out;
+    if (r.learn)
+        res->typical = learn_shapes(r.learn);
     res->alloc_at_100 = res->alloc[100];
     res->alloc_at_130 = res->alloc[130];
     res->unallocated_gpus_at_130 =

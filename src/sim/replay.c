@@ -29,6 +29,7 @@
 #include "crater/pass.h"
 #include "crater/queue.h"
 #include "crater/reserve.h"
+#include "crater/typhist.h"
 
 #define MIB (1024.0 * 1024.0)
 #define PROGRESS_EVERY 4096u
@@ -509,7 +510,13 @@ static int process_event(struct run *r, uint64_t t)
     }
     while (r->next_arr < r->n && r->jobs[r->arr[r->next_arr]].submit_ms == t) {
         uint32_t j = r->arr[r->next_arr++];
-        if (enqueue(r, j) < 0)
+        if ((r->o.learn
+             && crater_typhist_observe(r->o.learn,
+                                       r->s,
+                                       &r->jobs[j].req,
+                                       r->err)
+                    < 0)
+            || enqueue(r, j) < 0)
             return -1;
     }
     return schedule(r, released);

@@ -76,6 +76,9 @@ START_TEST(defaults_every_key)
     ck_assert_uint_eq(c.scheduler.gpu_context_overhead, 300ull << 20);
     ck_assert(!c.scheduler.prefer_low_utilization);
     ck_assert_str_eq(c.scheduler.policy, "crater");
+    ck_assert_int_eq(c.scheduler.typical_tasks, CRATER_TYPICAL_LEARNED);
+    ck_assert_uint_eq(c.scheduler.typical_half_life, 1000);
+    ck_assert_uint_eq(c.scheduler.typical_min_samples, 100);
     ck_assert(c.scheduler.backfill);
     ck_assert_uint_eq(c.scheduler.resource_grace_period_ms, 30000);
     ck_assert_uint_eq(c.scheduler.preemption_min_runtime_ms, 120000);
@@ -524,7 +527,7 @@ START_TEST(encode_defaults_has_every_key)
     ea = crater_config_encode(&a);
     ck_assert_uint_eq(json_object_size(ea), 8);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 16);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 19);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 15);
     ck_assert_str_eq(json_string_value(
