@@ -43,9 +43,10 @@
  *    every shape gives such a bound and the least is kept.
  *
  * bound = min(capacity - (holes - fill), the first-drop bounds, GPU
- * request of the arrivals that fit an empty node). CPU and memory are not
- * otherwise bounded: on the openb traces their totals do not bind.
- * Everything is in GPU milli.
+ * request of the arrivals that fit an empty node). CPU and memory enter
+ * only through the forced-pod certificate and the first-drop dominance; no
+ * CPU or memory bound of its own is computed (neither per node nor in
+ * total). Everything is in GPU milli.
  */
 #ifndef CRATER_BOUND_H
 #define CRATER_BOUND_H
