@@ -79,6 +79,18 @@ int crater_fgd_run(const crater_trace_node_t *nodes,
                    crater_fgd_result_t *res,
                    crater_error_t *err);
 
+/* The protocol's arrival sequence (steps 2-3): indices into pods, shuffled
+ * with seed, then draws with replacement appended while the total GPU
+ * request stays within limit (GPU milli: inflate x capacity). *order is
+ * malloc'd (caller frees); nothing is allocated on failure. */
+int crater_fgd_arrivals(const crater_trace_pod_t *pods,
+                        size_t n,
+                        uint64_t seed,
+                        double limit,
+                        size_t **order,
+                        size_t *norder,
+                        crater_error_t *err);
+
 /* splitmix64: the documented PRNG of the protocol. */
 uint64_t crater_splitmix64(uint64_t *state);
 

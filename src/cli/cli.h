@@ -38,6 +38,9 @@ int cli_sim(int argc, char **argv);
 int cli_sim_replay(int argc, char **argv);
 int cli_sim_synthetic(int argc, char **argv);
 
+/* sim bound (sim_bound.c); argv[0] is the verb. */
+int cli_sim_bound(int argc, char **argv);
+
 /* Commands that talk to craterd (cmd_jobs.c, cmd_nodes.c; doc/cli.md). */
 int cli_submit(int argc, char **argv);
 int cli_run(int argc, char **argv);

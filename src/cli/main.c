@@ -20,7 +20,7 @@ static const struct cli_cmd commands[] = {
     {"config", cli_config, "print the configuration reference or defaults"},
     {"kb", cli_kb, "print the hardware knowledge base"},
     {"bench", cli_bench, "benchmarks: bench sched (placement throughput)"},
-    {"sim", cli_sim, "simulate: sim openb|compare|replay|synthetic"},
+    {"sim", cli_sim, "simulate: sim openb|compare|replay|synthetic|bound"},
     {"submit", cli_submit, "submit job specs: submit -f job.yaml"},
     {"run", cli_run, "run a command as a job: run [--gpu 1 ...] -- cmd"},
     {"get", cli_get, "list: get jobs|job ID|nodes|node NAME|profiles"},

@@ -4,6 +4,7 @@
  *                    [--policy P] [--seed S] [--json]
  *   crater sim compare [--traces all|NAME,...] [--policies all|P,...]
  *                      [--seeds 42-51] [--json] [--markdown]
+ *   crater sim bound ... (sim_bound.c)
  *
  * A trace NAME is a pod list of the openb data directory
  * (crater_openb_dir()): "default" means openb_pod_list_default.csv. The
@@ -749,13 +750,16 @@ int cli_sim(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "--help") == 0
         || strcmp(argv[1], "-h") == 0) {
         fprintf(argc < 2 ? stderr : stdout,
-                "usage: crater sim openb|compare|replay|synthetic [OPTIONS]\n"
+                "usage: crater sim openb|compare|replay|synthetic|bound "
+                "[OPTIONS]\n"
                 "  openb    one FGD-protocol run (BENCHMARKS.md B1)\n"
                 "  compare  traces x policies x seeds, side by side with the "
                 "paper\n"
                 "  replay   real-time replay with arrivals and departures "
                 "(B4)\n"
-                "  synthetic SPEC  replay a synthetic workload (B6)\n");
+                "  synthetic SPEC  replay a synthetic workload (B6)\n"
+                "  bound    an upper bound on any policy's allocation under "
+                "the FGD protocol\n");
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "openb") == 0)
@@ -766,9 +770,11 @@ int cli_sim(int argc, char **argv)
         return cli_sim_replay(argc - 1, argv + 1);
     if (strcmp(argv[1], "synthetic") == 0)
         return cli_sim_synthetic(argc - 1, argv + 1);
+    if (strcmp(argv[1], "bound") == 0) /* sim_bound.c */
+        return cli_sim_bound(argc - 1, argv + 1);
     fprintf(stderr,
             "crater: sim: unknown mode '%s' (openb, compare, replay, "
-            "synthetic)\n",
+            "synthetic, bound)\n",
             argv[1]);
     return CLI_EXIT_USAGE;
 }

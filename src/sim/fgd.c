@@ -253,42 +253,46 @@ static int make_sched(struct run *r,
     return crater_sched_set_policy(r->s, policy ? policy : "crater", err);
 }
 
-/* Shuffle, then inflate by sampling with replacement. */
-static int make_order(struct run *r,
-                      const crater_trace_pod_t *pods,
-                      size_t n,
-                      uint64_t seed,
-                      double limit,
-                      crater_error_t *err)
+int crater_fgd_arrivals(const crater_trace_pod_t *pods,
+                        size_t n,
+                        uint64_t seed,
+                        double limit,
+                        size_t **out,
+                        size_t *nout,
+                        crater_error_t *err)
 {
     uint64_t st = seed, total = 0;
-    size_t cap = n * 2 + 16;
+    size_t cap = n * 2 + 16, norder = n;
+    size_t *order = malloc(cap * sizeof(*order));
 
-    if (!(r->order = malloc(cap * sizeof(*r->order))))
+    if (!order)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        r->order[i] = i;
+        order[i] = i;
         total += pod_gpu(&pods[i]);
     }
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(crater_splitmix64(&st) % i), t = r->order[i - 1];
-        r->order[i - 1] = r->order[j];
-        r->order[j] = t;
+        size_t j = (size_t)(crater_splitmix64(&st) % i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
     }
-    r->norder = n;
     while (n) {
-        size_t pick = r->order[crater_splitmix64(&st) % n];
+        size_t pick = order[crater_splitmix64(&st) % n];
         if ((double)(total + pod_gpu(&pods[pick])) > limit)
             break;
-        if (r->norder == cap) {
-            size_t *no = realloc(r->order, (cap *= 2) * sizeof(*no));
-            if (!no)
+        if (norder == cap) {
+            size_t *no = realloc(order, (cap *= 2) * sizeof(*no));
+            if (!no) {
+                free(order);
                 return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-            r->order = no;
+            }
+            order = no;
         }
-        r->order[r->norder++] = pick;
+        order[norder++] = pick;
         total += pod_gpu(&pods[pick]);
     }
+    *out = order;
+    *nout = norder;
     return 0;
 }
 
@@ -437,12 +441,13 @@ int crater_fgd_run(const crater_trace_node_t *nodes,
                       < 0
                   || crater_sched_set_typical(r.s, typ, res->typical, err) < 0)
         goto out;
-    if (make_order(&r,
-                   pods,
-                   npods,
-                   o->seed,
-                   inflate * (double)res->capacity_milli,
-                   err)
+    if (crater_fgd_arrivals(pods,
+                            npods,
+                            o->seed,
+                            inflate * (double)res->capacity_milli,
+                            &r.order,
+                            &r.norder,
+                            err)
             < 0
         || place_all(&r, pods, res, err) < 0)
         goto out;
