@@ -181,8 +181,8 @@ START_TEST(manifest_lies_refused)
         "crater-ckpt 2\nstep 1\n",
         "crater-ckpt 1\nstep 1\nparent -\nchunk-size 0\nentries 0\n",
         "crater-ckpt 1\nstep 1\nparent -\nchunk-size 4\nentries 999999\n",
-        "crater-ckpt 1\nstep 1\nparent -\nchunk-size 4\nentries 1\n"
-        "entry x 5 1\n",
+        ("crater-ckpt 1\nstep 1\nparent -\nchunk-size 4\nentries 1\n"
+         "entry x 5 1\n"),
     };
     crater__ckpt_manifest_t p;
     crater_error_t err;
