@@ -614,7 +614,8 @@ static int cmp_fresh(const void *a, const void *b, void *arg)
 static int fresh_pass(crater_pass_t *p, size_t n, crater_error_t *err)
 {
     p->st.fresh_passes++;
-    qsort_r(p->fresh, n, sizeof(*p->fresh), cmp_fresh, p->q);
+    if (n > 1) /* p->fresh may still be NULL: no qsort_r(NULL, 0) */
+        qsort_r(p->fresh, n, sizeof(*p->fresh), cmp_fresh, p->q);
     for (size_t i = 0; i < n; i++) {
         if (i && p->fresh[i] == p->fresh[i - 1])
             continue;
@@ -628,6 +629,8 @@ static int fresh_pass(crater_pass_t *p, size_t n, crater_error_t *err)
  * pass (a preemption's victims) stay for the next one. */
 static void fresh_drop(crater_pass_t *p, size_t n)
 {
+    if (n == 0) /* p->fresh may be NULL: NULL + 0 is undefined */
+        return;
     memmove(p->fresh, p->fresh + n, (p->nfresh - n) * sizeof(*p->fresh));
     p->nfresh -= n;
 }
