@@ -770,6 +770,8 @@ int cli_sim(int argc, char **argv)
         return cli_sim_replay(argc - 1, argv + 1);
     if (strcmp(argv[1], "synthetic") == 0)
         return cli_sim_synthetic(argc - 1, argv + 1);
+    if (strcmp(argv[1], "whatif") == 0) /* sim_whatif.c */
+        return cli_sim_whatif(argc - 1, argv + 1);
     if (strcmp(argv[1], "bound") == 0) /* sim_bound.c */
         return cli_sim_bound(argc - 1, argv + 1);
     fprintf(stderr,
