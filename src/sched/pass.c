@@ -628,6 +628,8 @@ static int fresh_pass(crater_pass_t *p, size_t n, crater_error_t *err)
  * pass (a preemption's victims) stay for the next one. */
 static void fresh_drop(crater_pass_t *p, size_t n)
 {
+    if (n == 0)
+        return; /* p->fresh may be NULL: NULL + 0 is undefined (UBSan) */
     memmove(p->fresh, p->fresh + n, (p->nfresh - n) * sizeof(*p->fresh));
     p->nfresh -= n;
 }
