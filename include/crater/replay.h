@@ -68,7 +68,21 @@ typedef struct crater_replay_job {
                                utilisation */
     uint64_t time_limit_ms; /* the job's timeLimit; 0 = none (unbounded).
                                A run is cut at it. */
+    /* Non-NULL: the job is already running when it arrives (`crater sim
+     * whatif`'s snapshot): it is committed on this placement at submit_ms
+     * without going through the queue, as craterd holds a running job,
+     * and counts no wait. Borrowed for the run. */
+    const crater_placement_t *pin;
 } crater_replay_job_t;
+
+/* Averages over one sample interval [t_ms, t_ms + sample_ms). */
+typedef struct crater_replay_sample {
+    uint64_t t_ms;
+    double gpu_alloc; /* fraction of GPUs held by placements */
+    double gpu_req;   /* fraction of GPU capacity jobs asked for */
+    double cpu, mem;  /* fraction of CPU / memory capacity allocated */
+    double pending;   /* mean number of pending jobs */
+} crater_replay_sample_t;
 
 typedef struct crater_replay_opts {
     bool preempt; /* plan preemptions for jobs that fit nowhere */
@@ -98,16 +112,20 @@ typedef struct crater_replay_opts {
                      const crater_placement_t *p,
                      uint64_t t_ms);
     void *on_start_arg;
+    /* Stop at this time (0: run until every job ended or can never
+     * start): jobs still running are released from the core, jobs still
+     * pending count as never started, utilisation is over [first submit,
+     * horizon]. */
+    uint64_t horizon_ms;
+    /* Called after each event's scheduling pass with the core as the
+     * pass left it and the allocation at that instant (now->pending: the
+     * jobs still queued); may be NULL. `crater sim whatif` measures the
+     * allocation and fragmentation of "now" there. */
+    void (*after_pass)(void *arg,
+                       const crater_sched_t *s,
+                       const crater_replay_sample_t *now);
+    void *after_pass_arg;
 } crater_replay_opts_t;
-
-/* Averages over one sample interval [t_ms, t_ms + sample_ms). */
-typedef struct crater_replay_sample {
-    uint64_t t_ms;
-    double gpu_alloc; /* fraction of GPUs held by placements */
-    double gpu_req;   /* fraction of GPU capacity jobs asked for */
-    double cpu, mem;  /* fraction of CPU / memory capacity allocated */
-    double pending;   /* mean number of pending jobs */
-} crater_replay_sample_t;
 
 typedef struct crater_replay_stats {
     size_t jobs, started, completed;

@@ -37,6 +37,8 @@ int cli_sim(int argc, char **argv);
 /* sim replay / sim synthetic (sim_replay.c); argv[0] is the verb. */
 int cli_sim_replay(int argc, char **argv);
 int cli_sim_synthetic(int argc, char **argv);
+/* sim whatif (sim_whatif.c): the live cluster under another config. */
+int cli_sim_whatif(int argc, char **argv);
 
 /* sim bound (sim_bound.c); argv[0] is the verb. */
 int cli_sim_bound(int argc, char **argv);

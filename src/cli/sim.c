@@ -750,8 +750,8 @@ int cli_sim(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "--help") == 0
         || strcmp(argv[1], "-h") == 0) {
         fprintf(argc < 2 ? stderr : stdout,
-                "usage: crater sim openb|compare|replay|synthetic|bound "
-                "[OPTIONS]\n"
+                "usage: crater sim "
+                "openb|compare|replay|synthetic|bound|whatif [OPTIONS]\n"
                 "  openb    one FGD-protocol run (BENCHMARKS.md B1)\n"
                 "  compare  traces x policies x seeds, side by side with the "
                 "paper\n"
@@ -759,7 +759,8 @@ int cli_sim(int argc, char **argv)
                 "(B4)\n"
                 "  synthetic SPEC  replay a synthetic workload (B6)\n"
                 "  bound    an upper bound on any policy's allocation under "
-                "the FGD protocol\n");
+                "the FGD protocol\n"
+                "  whatif   the live cluster under another configuration\n");
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "openb") == 0)
@@ -770,11 +771,13 @@ int cli_sim(int argc, char **argv)
         return cli_sim_replay(argc - 1, argv + 1);
     if (strcmp(argv[1], "synthetic") == 0)
         return cli_sim_synthetic(argc - 1, argv + 1);
+    if (strcmp(argv[1], "whatif") == 0) /* sim_whatif.c */
+        return cli_sim_whatif(argc - 1, argv + 1);
     if (strcmp(argv[1], "bound") == 0) /* sim_bound.c */
         return cli_sim_bound(argc - 1, argv + 1);
     fprintf(stderr,
             "crater: sim: unknown mode '%s' (openb, compare, replay, "
-            "synthetic, bound)\n",
+            "synthetic, bound, whatif)\n",
             argv[1]);
     return CLI_EXIT_USAGE;
 }

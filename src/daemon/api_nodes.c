@@ -54,18 +54,58 @@ static json_t *for_principal(crater_daemon_t *d,
     return node;
 }
 
+/* ?hardware=1 (admin: it shows the machines' topology): each node with
+ * the hardware-file Node document it registered with, as `crater sim
+ * whatif` needs to rebuild the cluster. */
+static int want_hardware(crater_http_req_t *r,
+                         crater_http_resp_t *resp,
+                         const principal_t *p)
+{
+    const char *v = crater_http_query(r, "hardware");
+
+    if (!v || !strcmp(v, "0") || !strcmp(v, "false"))
+        return 0;
+    if (strcmp(v, "1") && strcmp(v, "true")) {
+        api_errorf(resp,
+                   CRATER_EINVAL,
+                   "hardware",
+                   "hardware: expected 1 or 0, got '%s'",
+                   v);
+        return -1;
+    }
+    return api_require_admin(p, resp) < 0 ? -1 : 1;
+}
+
+static void with_hardware(crater_daemon_t *d, json_t *items)
+{
+    json_t *o;
+    size_t i;
+
+    json_array_foreach(items, i, o)
+    {
+        dnode_t *n =
+            node_find(d, json_string_value(json_object_get(o, "name")));
+        if (n && n->hw)
+            json_object_set(o, "hardware", n->hw);
+    }
+}
+
 static void h_nodes(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
     principal_t p;
     json_t *items;
+    int hw;
 
     pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0) {
+    if (api_auth(d, r, resp, &p) == 0
+        && (hw = want_hardware(r, resp, &p)) >= 0) {
         json_t *n;
         size_t i;
         items = nodes_to_json(d);
         json_array_foreach(items, i, n) for_principal(d, n, &p);
+        if (hw)
+            with_hardware(d, items);
         crater_http_json(resp,
                          200,
                          json_pack("{s:o, s:n}", "items", items, "next"));

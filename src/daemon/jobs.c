@@ -123,6 +123,27 @@ void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason)
 
 /* ---- placement ----------------------------------------------------------- */
 
+/* Where the placement's CPU and memory are charged, one {cpu_millis,
+ * memory_bytes} per NUMA node up to the last one charged: enough for
+ * `crater sim whatif` to charge a running job exactly as craterd does. */
+static json_t *numa_charges(const crater_placement_t *pl)
+{
+    json_t *a = json_array();
+    int last = -1;
+
+    for (int k = 0; k < CRATER_SCHED_MAX_NUMA; k++)
+        if (pl->numa_cpu[k] || pl->numa_mem[k])
+            last = k;
+    for (int k = 0; a && k <= last; k++)
+        json_array_append_new(a,
+                              json_pack("{s:I, s:I}",
+                                        "cpu_millis",
+                                        (json_int_t)pl->numa_cpu[k],
+                                        "memory_bytes",
+                                        (json_int_t)pl->numa_mem[k]));
+    return a;
+}
+
 json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl)
 {
     const crater_node_t *n = node_model(d, pl->node);
@@ -160,6 +181,8 @@ json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl)
         json_object_set_new(o,
                             "disk",
                             json_string(n->storage[pl->storage].device));
+    if (o)
+        json_object_set_new(o, "numa_charges", numa_charges(pl));
     return o;
 }
 

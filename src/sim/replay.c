@@ -48,6 +48,7 @@ enum {
     ST_PENDING,
     ST_RUNNING,
     ST_DONE,
+    ST_STOPPED, /* still running at the horizon */
     ST_FAILED
 };
 
@@ -342,6 +343,21 @@ static void running_remove(struct run *r, uint32_t j)
     r->st[last].rpos = pos;
 }
 
+/* Job j runs from now on p (committed to the core). */
+static int run_on(struct run *r, uint32_t j, const crater_placement_t *p)
+{
+    struct jstate *st = &r->st[j];
+
+    st->st = ST_RUNNING;
+    st->start_ms = r->now;
+    st->galloc = crater_sched_gpus_held(r->s, p);
+    st->cpu = p->cpu_milli;
+    st->mem = p->mem_bytes;
+    level(r, j, 1.0);
+    running_add(r, j);
+    return heap_push(r, (struct dep){r->now + st->remaining_ms, j, ++st->gen});
+}
+
 /* Job j was placed and committed by the pass: it starts now. */
 static int start(struct run *r, uint32_t j, const crater_placement_t *p)
 {
@@ -351,16 +367,9 @@ static int start(struct run *r, uint32_t j, const crater_placement_t *p)
         return -1;
     if (r->o.on_start)
         r->o.on_start(r->o.on_start_arg, j, p, r->now);
-    st->st = ST_RUNNING;
-    st->start_ms = r->now;
     if (st->first_start_ms == UINT64_MAX)
         st->first_start_ms = r->now;
-    st->galloc = crater_sched_gpus_held(r->s, p);
-    st->cpu = p->cpu_milli;
-    st->mem = p->mem_bytes;
-    level(r, j, 1.0);
-    running_add(r, j);
-    return heap_push(r, (struct dep){r->now + st->remaining_ms, j, ++st->gen});
+    return run_on(r, j, p);
 }
 
 static int enqueue(struct run *r, uint32_t j)
@@ -393,6 +402,29 @@ static int evict(struct run *r, uint32_t j)
     st->remaining_ms = st->remaining_ms > ran ? st->remaining_ms - ran : 1;
     st->gen++; /* its departure in the heap is now stale */
     r->res->preemptions++;
+    return enqueue(r, j);
+}
+
+/* Job j was already running when the replay began (a snapshot): it is
+ * charged on its placement as it arrives, with no wait. */
+static int pinned(struct run *r, uint32_t j)
+{
+    const crater_replay_job_t *job = &r->jobs[j];
+
+    if (crater_sched_commit(r->s, j + 1ull, &job->req, job->pin, r->err) < 0)
+        return -1;
+    return run_on(r, j, job->pin);
+}
+
+/* An arrival: learnt from (crater_typhist) and queued, or pinned. */
+static int arrive(struct run *r, uint32_t j)
+{
+    if (r->jobs[j].pin)
+        return pinned(r, j);
+    if (r->o.learn
+        && crater_typhist_observe(r->o.learn, r->s, &r->jobs[j].req, r->err)
+               < 0)
+        return -1;
     return enqueue(r, j);
 }
 
@@ -488,6 +520,21 @@ static int schedule(struct run *r, bool released)
 
 /* ---- the event loop ------------------------------------------------------ */
 
+/* The allocation at this instant, to the host's after_pass. */
+static void after_pass(struct run *r, uint64_t t)
+{
+    crater_replay_sample_t now = {
+        .t_ms = t,
+        .gpu_alloc = r->cur[DIM_GALLOC] / r->cap[DIM_GALLOC],
+        .gpu_req = r->cur[DIM_GREQ] / r->cap[DIM_GREQ],
+        .cpu = r->cur[DIM_CPU] / r->cap[DIM_CPU],
+        .mem = r->cur[DIM_MEM] / r->cap[DIM_MEM],
+        .pending = (double)crater_queue_count(r->q),
+    };
+
+    r->o.after_pass(r->o.after_pass_arg, r->s, &now);
+}
+
 static int process_event(struct run *r, uint64_t t)
 {
     bool released = false;
@@ -509,17 +556,31 @@ static int process_event(struct run *r, uint64_t t)
         released = true;
     }
     while (r->next_arr < r->n && r->jobs[r->arr[r->next_arr]].submit_ms == t) {
-        uint32_t j = r->arr[r->next_arr++];
-        if ((r->o.learn
-             && crater_typhist_observe(r->o.learn,
-                                       r->s,
-                                       &r->jobs[j].req,
-                                       r->err)
-                    < 0)
-            || enqueue(r, j) < 0)
+        if (arrive(r, r->arr[r->next_arr++]) < 0)
             return -1;
     }
-    return schedule(r, released);
+    if (schedule(r, released) < 0)
+        return -1;
+    if (r->o.after_pass)
+        after_pass(r, t);
+    return 0;
+}
+
+/* At the horizon: the clock stops there and the jobs still running give
+ * their charges back, so that the core is left empty. */
+static int stop_at_horizon(struct run *r)
+{
+    if (advance(r, r->o.horizon_ms) < 0)
+        return -1;
+    while (r->nrunning) {
+        uint32_t j = r->running[r->nrunning - 1];
+        if (crater_sched_release(r->s, j + 1ull, r->err) < 0)
+            return -1;
+        level(r, j, -1.0);
+        running_remove(r, j);
+        r->st[j].st = ST_STOPPED;
+    }
+    return 0;
 }
 
 static int event_loop(struct run *r)
@@ -530,6 +591,11 @@ static int event_loop(struct run *r)
             t = r->jobs[r->arr[r->next_arr]].submit_ms;
         if (r->nheap && r->heap[0].t < t)
             t = r->heap[0].t;
+        if (r->o.horizon_ms && t > r->o.horizon_ms) {
+            if (stop_at_horizon(r) < 0)
+                return -1;
+            break;
+        }
         if (process_event(r, t) < 0)
             return -1;
         r->res->events++;
