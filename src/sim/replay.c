@@ -91,6 +91,7 @@ struct run {
     /* the running jobs, for their expected ends (backfill) */
     uint32_t *running;
     size_t nrunning;
+    size_t nlimited; /* of them, with a time limit (an expected end) */
     crater_task_end_t *ends;
     uint64_t now;
     double cur[NDIM], cap[NDIM];
@@ -333,6 +334,7 @@ static void running_add(struct run *r, uint32_t j)
     r->st[j].exp_end = left ? r->now + left : UINT64_MAX;
     r->st[j].rpos = (uint32_t)r->nrunning;
     r->running[r->nrunning++] = j;
+    r->nlimited += left != 0;
 }
 
 static void running_remove(struct run *r, uint32_t j)
@@ -341,6 +343,7 @@ static void running_remove(struct run *r, uint32_t j)
 
     r->running[pos] = last;
     r->st[last].rpos = pos;
+    r->nlimited -= r->st[j].exp_end != UINT64_MAX;
 }
 
 /* Job j runs from now on p (committed to the core). */
@@ -480,12 +483,18 @@ static void op_fail(void *arg, uint64_t id, const char *reason)
     r->st[id - 1].st = ST_FAILED;
 }
 
-/* The running jobs' expected ends (their time limits). */
+/* The running jobs' expected ends (their time limits). A saturated
+ * cluster asks once per pass: without any time limit (B6) that must not
+ * cost a scan of every running job (it made 1,000,000 jobs on 10,000
+ * nodes take over 12 min instead of 35 s). */
 static size_t op_ends(void *arg, const crater_task_end_t **ends)
 {
     struct run *r = arg;
     size_t n = 0;
 
+    *ends = r->ends;
+    if (r->nlimited == 0)
+        return 0;
     for (size_t i = 0; i < r->nrunning; i++) {
         uint32_t k = r->running[i];
         if (r->st[k].exp_end != UINT64_MAX)
