@@ -334,6 +334,22 @@ static json_t *final_reason(const djob_t *j)
     return json_is_string(r) ? r : json_null();
 }
 
+/* What the job asks, per replica, as the API shows it. */
+static json_t *resources_json(const crater_jobspec_t *spec)
+{
+    const crater_resources_t *r = &spec->resources;
+
+    return json_pack("{s:i, s:I, s:I, s:I}",
+                     "gpus",
+                     (int)r->gpu.count,
+                     "gpu_memory_bytes",
+                     (json_int_t)r->gpu.memory_bytes,
+                     "cpu_millis",
+                     (json_int_t)r->cpu_milli,
+                     "memory_bytes",
+                     (json_int_t)r->memory_bytes);
+}
+
 json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:o, s:o, s:i, "
@@ -366,18 +382,7 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
         return NULL;
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
     json_object_set_new(o, "id", json_string(id));
-    json_object_set_new(o,
-                        "resources",
-                        json_pack("{s:i, s:I, s:I, s:I}",
-                                  "gpus",
-                                  (int)j->spec->resources.gpu.count,
-                                  "gpu_memory_bytes",
-                                  (json_int_t)
-                                      j->spec->resources.gpu.memory_bytes,
-                                  "cpu_millis",
-                                  (json_int_t)j->spec->resources.cpu_milli,
-                                  "memory_bytes",
-                                  (json_int_t)j->spec->resources.memory_bytes));
+    json_object_set_new(o, "resources", resources_json(j->spec));
     if (job_state_final(j->state) && j->started_ms)
         json_object_set_new(o,
                             "exit",
@@ -391,15 +396,11 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
     if (j->array_id)
         json_object_set_new(o,
                             "array",
-                            json_pack("{s:s, s:i}",
+                            json_pack("{s:o, s:i}",
                                       "id",
-                                      "",
+                                      json_sprintf("%" PRIu64, j->array_id),
                                       "index",
                                       (int)j->array_index));
-    if (j->array_id)
-        json_object_set_new(json_object_get(o, "array"),
-                            "id",
-                            json_sprintf("%" PRIu64, j->array_id));
     if (job_state_final(j->state))
         json_object_set_new(o,
                             "logs_complete",
