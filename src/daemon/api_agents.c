@@ -307,7 +307,7 @@ static void reconcile(crater_daemon_t *d,
             continue;
         }
         if (j->state == JS_LOST)
-            job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
+            job_apply(d, j, JE_RECONNECT, "node reconnected; still running");
     }
     for (size_t k = 0; k < d->njobs; k++) {
         djob_t *j = d->jobs[k];
@@ -320,11 +320,7 @@ static void reconcile(crater_daemon_t *d,
             job_exited(d, j, &gone);
             continue;
         }
-        j->attempts++;
-        job_set_state(d,
-                      j,
-                      JS_PENDING,
-                      "requeued: the agent restarted without it");
+        job_apply(d, j, JE_REQUEUE, "requeued: the agent restarted without it");
     }
 }
 
@@ -415,27 +411,21 @@ static void job_exited_at(crater_daemon_t *d,
     j->exit_signal = ev->signal;
     j->oom = ev->oom;
     if (j->state == JS_BOUND) /* ran and finished before "started" came */
-        job_set_state_at(d, j, JS_RUNNING, "started by agent", at);
+        job_apply_at(d, j, JE_START, "started by agent", at);
     if (j->state == JS_PREEMPTING) {
-        djob_t *by = j->preempted_by ? job_find(d, j->preempted_by) : NULL;
-        if (by && by->waiting_for)
-            by->waiting_for--;
-        j->preempted_by = 0;
-        job_set_state_at(d, j, JS_PREEMPTED, "stopped by its agent", at);
-        if (j->cancel_requested) {
-            job_set_state_at(d, j, JS_CANCELLED, "cancelled", at);
-            return;
-        }
-        j->attempts++;
-        job_set_state(d, j, JS_PENDING, "requeued after preemption");
+        job_apply_at(d, j, JE_EXIT_STOPPED, "stopped by its agent", at);
+        if (j->cancel_requested)
+            job_apply_at(d, j, JE_EXIT_CANCELLED, "cancelled", at);
+        else
+            job_apply(d, j, JE_REQUEUE, "requeued after preemption");
         return;
     }
     if (j->cancel_requested) {
-        job_set_state_at(d,
-                         j,
-                         JS_CANCELLED,
-                         "cancelled; stopped by its agent",
-                         at);
+        job_apply_at(d,
+                     j,
+                     JE_EXIT_CANCELLED,
+                     "cancelled; stopped by its agent",
+                     at);
         return;
     }
     if (why && *why) /* could not start, time limit, GPU watchdog */
@@ -450,14 +440,13 @@ static void job_exited_at(crater_daemon_t *d,
         snprintf(reason, sizeof(reason), "exit code %d", ev->exit_code);
     /* a reason from the agent (time limit, watchdog, could not start)
      * fails the job even when the task caught SIGTERM and exited 0 */
-    job_set_state_at(d,
-                     j,
-                     ev->exit_code == 0 && !ev->signal && !ev->oom
-                             && !(why && *why)
-                         ? JS_SUCCEEDED
-                         : JS_FAILED,
-                     reason,
-                     at);
+    job_apply_at(d,
+                 j,
+                 ev->exit_code == 0 && !ev->signal && !ev->oom && !(why && *why)
+                     ? JE_EXIT_OK
+                     : JE_EXIT_FAIL,
+                 reason,
+                 at);
 }
 
 static void job_exited(crater_daemon_t *d,
@@ -570,10 +559,10 @@ static void apply_event(crater_daemon_t *d,
     }
     if (ev->event == CRATER_PROTO_STARTED) {
         snprintf(reason, sizeof(reason), "started by agent (pid %d)", ev->pid);
-        if (j->state == JS_BOUND)
-            job_set_state_at(d, j, JS_RUNNING, reason, at);
-        else if (j->state == JS_LOST)
-            job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
+        if (j->state == JS_LOST)
+            job_apply(d, j, JE_RECONNECT, "node reconnected; still running");
+        else /* refused but when bound: a duplicate or late report */
+            job_apply_at(d, j, JE_START, reason, at);
         return;
     }
     log_expect(j, ev);
@@ -677,7 +666,7 @@ static void h_heartbeat(crater_http_req_t *r,
         const crater_proto_usage_t *u = &hb.tasks[i];
         djob_t *j = placed_job(d, n, u->job, u->attempt, u->replica);
         if (j && j->state == JS_LOST) /* the node is back; so is the task */
-            job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
+            job_apply(d, j, JE_RECONNECT, "node reconnected; still running");
         if (j && u->replica == 0) /* a gang's samples: its first replica */
             add_sample(j, u, now);
         else if (!j) /* runs there but is not ours (any more): stop it */

@@ -769,15 +769,15 @@ static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
 void job_cancel(crater_daemon_t *d, djob_t *j, const char *reason)
 {
-    j->cancel_requested = true;
-    if (j->state == JS_PENDING || j->state == JS_LOST
-        || j->state == JS_PREEMPTED)
-        job_set_state(d, j, JS_CANCELLED, reason);
-    else {
-        node_send_stop(d, j, reason);
-        job_event(j, dnow_ms(), j->state, "cancel requested; stopping");
-        job_save(d, j, NULL, NULL);
-    }
+    job_step_t s;
+
+    /* A job with tasks on a node stays as it is until its agent reports
+     * them gone (the table's stay); one without ends now. */
+    if (job_life_step(j->state, JE_CANCEL, &s) == 0)
+        job_apply(d,
+                  j,
+                  JE_CANCEL,
+                  s.to == j->state ? "cancel requested; stopping" : reason);
 }
 
 static void cancel_job(crater_daemon_t *d,

@@ -128,13 +128,8 @@ static void h_node(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 /* Stop a job so that it is requeued when its agent reports it gone. */
 static void evict(crater_daemon_t *d, djob_t *j, const char *reason)
 {
-    if (j->state == JS_BOUND || j->state == JS_RUNNING) {
-        job_set_state(d, j, JS_PREEMPTING, reason);
-        node_send_stop(d, j, reason);
-    } else if (j->state == JS_LOST) {
-        j->attempts++;
-        job_set_state(d, j, JS_PENDING, reason);
-    }
+    /* a job on a silent node is not waited for; the others stop first */
+    job_apply(d, j, j->state == JS_LOST ? JE_REQUEUE : JE_PREEMPT, reason);
 }
 
 static void drain(crater_daemon_t *d, dnode_t *n, const char *why)
@@ -523,8 +518,7 @@ static json_t *force_release(crater_daemon_t *d,
         if (!on)
             continue;
         node_send_stop(d, j, reason);
-        j->attempts++;
-        job_set_state(d, j, JS_PENDING, reason);
+        job_apply(d, j, JE_REQUEUE, reason);
         json_array_append_new(released, json_sprintf("%" PRIu64, j->id));
     }
     loop_kick(d);

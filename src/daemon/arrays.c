@@ -10,7 +10,7 @@
  * hold resources right now (active), so the scheduler can keep the
  * parallelism cap (%P) without scanning the array. The counts are kept by
  * the three places a job enters, moves and leaves: job_insert (submission
- * and restart), job_set_state_at, and retention. The API: GET
+ * and restart), job_step (jobs.c), and retention. The API: GET
  * /api/v1/arrays/{id} (counts by state) and POST /api/v1/arrays/{id}/cancel
  * (every unfinished job of it); a job of an array is also found as
  * "{array id}_{index}" wherever a job id is taken.

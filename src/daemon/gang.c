@@ -208,12 +208,10 @@ void gang_started(crater_daemon_t *d, djob_t *j, uint32_t r, int64_t at)
     if (j->rep[r].state == JS_BOUND)
         j->rep[r].state = JS_RUNNING;
     snprintf(reason, sizeof(reason), "replica %" PRIu32 " started", r);
-    if (j->state == JS_BOUND)
-        job_set_state_at(d, j, JS_RUNNING, reason, at);
-    else if (j->state == JS_LOST)
-        job_set_state(d, j, JS_RUNNING, "node reconnected; still running");
-    else
-        job_save(d, j, NULL, NULL);
+    if (j->state == JS_LOST)
+        job_apply(d, j, JE_RECONNECT, "node reconnected; still running");
+    else if (job_apply_at(d, j, JE_START, reason, at) < 0)
+        job_save(d, j, NULL, NULL); /* running already: the replica's state */
 }
 
 bool gang_exited(

@@ -38,6 +38,7 @@
 #include "crater/store.h"
 #include "crater/typhist.h"
 #include "daemon/daemon.h"
+#include "daemon/lifecycle.h"
 
 /* Store layout (keys sort by id: ids are zero-padded). */
 #define KEY_JOBS "/crater/jobs/"
@@ -46,24 +47,6 @@
 #define KEY_TENANTS "/crater/tenants/"
 #define KEY_PROFILES "/crater/profiles/"
 #define KEY_QUARANTINE "/crater/quarantine" /* + the key of a bad row */
-
-typedef enum job_state {
-    JS_PENDING,
-    JS_BOUND,
-    JS_RUNNING,
-    JS_SUCCEEDED,
-    JS_FAILED,
-    JS_CANCELLED,
-    JS_PREEMPTING,
-    JS_PREEMPTED,
-    JS_LOST,
-    JS_COUNT
-} job_state_t;
-
-const char *job_state_name(job_state_t s);
-int job_state_parse(const char *s); /* -1 when unknown */
-bool job_state_final(job_state_t s);
-bool job_state_holds(job_state_t s); /* holds a placement */
 
 #define JOB_MAX_SAMPLES 720
 
@@ -320,18 +303,24 @@ const char *node_state_name(const dnode_t *n);
 int placement_load(crater_daemon_t *d, json_t *v, crater_placement_t *pl);
 int queue_push_job(crater_daemon_t *d, djob_t *j);
 void job_release(crater_daemon_t *d, djob_t *j);
-/* Transition and persist: the one place states change. */
-void job_set_state(crater_daemon_t *d,
-                   djob_t *j,
-                   job_state_t to,
-                   const char *reason);
-/* The same, at time_ms (the agent's clock for what happened on a node;
- * <= 0 = now). */
-void job_set_state_at(crater_daemon_t *d,
-                      djob_t *j,
-                      job_state_t to,
-                      const char *reason,
-                      int64_t time_ms);
+/* The one way a job changes state (lifecycle.h): look (j->state, ev) up
+ * in the transition table, perform its effects, move, append a history
+ * entry (reason) at time_ms (the agent's clock for what happened on a
+ * node; <= 0 = now) and persist the record. -1 when the table refuses
+ * the pair: nothing changes (a late or duplicate report). */
+int job_apply(crater_daemon_t *d, djob_t *j, job_ev_t ev, const char *reason);
+int job_apply_at(crater_daemon_t *d,
+                 djob_t *j,
+                 job_ev_t ev,
+                 const char *reason,
+                 int64_t time_ms);
+/* The same without persisting (the caller saves: op_bind, with the
+ * callback that sends the start orders). */
+int job_step(crater_daemon_t *d,
+             djob_t *j,
+             job_ev_t ev,
+             const char *reason,
+             int64_t time_ms);
 
 /* Cancel j (not final): at once when it holds nothing, else through its
  * agent (SIGTERM, gracePeriod, SIGKILL). */

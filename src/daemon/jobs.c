@@ -16,43 +16,8 @@
 
 #include "crater/doc.h"
 #include "crater/kind.h"
+#include "crater/log.h"
 #include "daemon/internal.h"
-
-static const char *const state_names[JS_COUNT] = {
-    "pending",
-    "bound",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "preempting",
-    "preempted",
-    "lost",
-};
-
-const char *job_state_name(job_state_t s)
-{
-    return s < JS_COUNT ? state_names[s] : "unknown";
-}
-
-int job_state_parse(const char *s)
-{
-    for (int i = 0; i < JS_COUNT; i++)
-        if (strcmp(s, state_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-bool job_state_final(job_state_t s)
-{
-    return s == JS_SUCCEEDED || s == JS_FAILED || s == JS_CANCELLED;
-}
-
-bool job_state_holds(job_state_t s)
-{
-    return s == JS_BOUND || s == JS_RUNNING || s == JS_PREEMPTING
-           || s == JS_LOST;
-}
 
 djob_t *job_find(crater_daemon_t *d, uint64_t id)
 {
@@ -795,45 +760,91 @@ void job_release(crater_daemon_t *d, djob_t *j)
     loop_capacity_changed(d);
 }
 
-void job_set_state(crater_daemon_t *d,
-                   djob_t *j,
-                   job_state_t to,
-                   const char *reason)
+/* The job that preempted j waits for one fewer victim. */
+static void unblock_preemptor(crater_daemon_t *d, djob_t *j)
 {
-    job_set_state_at(d, j, to, reason, 0);
+    djob_t *by = j->preempted_by ? job_find(d, j->preempted_by) : NULL;
+
+    if (by && by->waiting_for)
+        by->waiting_for--;
+    j->preempted_by = 0;
 }
 
-void job_set_state_at(crater_daemon_t *d,
-                      djob_t *j,
-                      job_state_t to,
-                      const char *reason,
-                      int64_t time_ms)
+/* The table's effects (lifecycle.h), in the order of their bits. */
+static void job_effects(crater_daemon_t *d,
+                        djob_t *j,
+                        const job_step_t *s,
+                        const char *reason,
+                        int64_t now)
 {
-    int64_t now = time_ms > 0 ? time_ms : dnow_ms();
+    unsigned fx = s->effects;
 
-    if (to == JS_RUNNING && !j->started_ms)
+    if (fx & JF_ATTEMPT)
+        j->attempts++;
+    if (fx & JF_UNBLOCK)
+        unblock_preemptor(d, j);
+    if (fx & JF_CANCEL)
+        j->cancel_requested = true;
+    if (fx & JF_STOP)
+        node_send_stop(d, j, reason);
+    if ((fx & JF_STARTED) && !j->started_ms)
         j->started_ms = now;
-    if (j->nrep && (to == JS_PENDING || job_state_final(to)))
-        gang_ended(d, j, to); /* before the release: stop orders need it */
-    if (job_state_final(to)) {
+    if ((fx & JF_RELEASE) && j->nrep)
+        gang_ended(d, j, s->to); /* before the release: stop orders need it */
+    if (fx & JF_RELEASE)
+        job_release(d, j);
+    if (fx & JF_FINISHED)
         j->finished_ms = now;
-        job_release(d, j);
-        crater_queue_remove(d->queue, j->id, NULL);
+    if ((fx & JF_QUEUE) && j->ever_placed && j->attempts > 1) {
+        j->prev_attempt = j->attempts - 1; /* its output may still come */
+        j->prev_node = j->pl.node;
     }
-    if (to == JS_PENDING) {
-        if (j->ever_placed && j->attempts > 1) { /* requeued */
-            j->prev_attempt = j->attempts - 1;
-            j->prev_node = j->pl.node;
-        }
-        job_release(d, j);
+    if (fx & JF_QUEUE) {
         j->started_ms = 0;
         queue_push_job(d, j);
     }
-    if (to != JS_PENDING)
+    if (fx & JF_DEQUEUE)
         crater_queue_remove(d->queue, j->id, NULL);
-    array_moved(d, j, j->state, to);
-    j->state = to;
-    job_event(j, now, to, reason);
+}
+
+int job_step(crater_daemon_t *d,
+             djob_t *j,
+             job_ev_t ev,
+             const char *reason,
+             int64_t time_ms)
+{
+    int64_t now = time_ms > 0 ? time_ms : dnow_ms();
+    job_step_t s;
+
+    if (job_life_step(j->state, ev, &s) < 0) {
+        crater_log(LOG_DEBUG,
+                   "job %" PRIu64 ": %s refused in state %s",
+                   j->id,
+                   job_ev_name(ev),
+                   job_state_name(j->state));
+        return -1;
+    }
+    job_effects(d, j, &s, reason, now);
+    array_moved(d, j, j->state, s.to);
+    j->state = s.to;
+    job_event(j, now, s.to, reason);
+    return 0;
+}
+
+int job_apply_at(crater_daemon_t *d,
+                 djob_t *j,
+                 job_ev_t ev,
+                 const char *reason,
+                 int64_t time_ms)
+{
+    if (job_step(d, j, ev, reason, time_ms) < 0)
+        return -1;
     job_save(d, j, NULL, NULL);
     d->dirty = true;
+    return 0;
+}
+
+int job_apply(crater_daemon_t *d, djob_t *j, job_ev_t ev, const char *reason)
+{
+    return job_apply_at(d, j, ev, reason, 0);
 }

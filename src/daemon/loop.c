@@ -145,6 +145,10 @@ static void bind_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
                    "job %" PRIu64 ": binding not stored: %s",
                    id,
                    err ? err->text : "");
+    else if (j && j->state == JS_BOUND && j->placed && j->cancel_requested)
+        /* cancelled before its binding was stored: no start went out,
+         * and the stop its cancel sent found nothing to stop */
+        job_apply(d, j, JE_EXIT_CANCELLED, "cancelled before it started");
     else if (j && j->state == JS_BOUND && j->placed)
         node_send_start(d, j, NULL);
     pthread_mutex_unlock(&d->mu);
@@ -183,17 +187,15 @@ static int op_bind(void *arg,
     j->pl = *pl;
     j->placed = true;
     j->ever_placed = true;
-    array_moved(d, j, j->state, JS_BOUND);
-    j->state = JS_BOUND;
     free(j->last_reason);
     j->last_reason = NULL;
-    crater_queue_remove(d->queue, j->id, NULL);
     snprintf(reason,
              sizeof(reason),
              "placed on %s (score %.3f)",
              node_model(d, pl->node)->name,
              pl->score);
-    job_event(j, dnow_ms(), JS_BOUND, reason);
+    /* op_job hands the pass pending jobs only, so the table takes it */
+    job_step(d, j, JE_BIND, reason, 0);
     ctx = malloc(2 * sizeof(void *));
     if (ctx) {
         ctx[0] = d;
@@ -252,12 +254,11 @@ static uint32_t stop_victims(crater_daemon_t *d,
     for (uint32_t i = 0; i < plan->nvictims; i++) {
         /* a gang's tasks carry their replica: one stop per job */
         djob_t *v = job_find(d, task_job_id(plan->victims[i]));
-        if (!v || v->state == JS_PREEMPTING)
+        /* refused when stopping already (for this job or another) */
+        if (!v || job_apply(d, v, JE_PREEMPT, reason) < 0)
             continue;
         json_array_append_new(victims, json_integer((json_int_t)v->id));
         v->preempted_by = j->id;
-        job_set_state(d, v, JS_PREEMPTING, reason);
-        node_send_stop(d, v, reason);
         j->waiting_for++;
         n++;
         crater_metric_add(d->m_preempt, NULL, 1);
@@ -360,7 +361,7 @@ static void op_fail(void *arg, uint64_t id, const char *reason)
     djob_t *j = job_find(d, id);
 
     if (j && j->state == JS_PENDING)
-        job_set_state(d, j, JS_FAILED, reason);
+        job_apply(d, j, JE_FAIL, reason);
 }
 
 /* ---- what the pass asks ---------------------------------------------------

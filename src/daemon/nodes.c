@@ -680,8 +680,8 @@ static void watermark_stop(crater_daemon_t *d, dnode_t *n, djob_t *j)
              "the newest task on the GPU goes",
              n->name,
              d->cfg.scheduler.safety_watermark * 100);
-    job_set_state(d, j, JS_PREEMPTING, reason);
-    node_send_stop(d, j, reason);
+    if (job_apply(d, j, JE_PREEMPT, reason) < 0) /* stops it */
+        return;
     declog_write(d,
                  json_pack("{s:I, s:s, s:I, s:s, s:s}",
                            "time_ms",
@@ -734,36 +734,47 @@ void node_order_stop(crater_daemon_t *d,
 
 /* ---- health -------------------------------------------------------------- */
 
+/* A job whose cancel was requested is not requeued with its lost node:
+ * its tasks were being stopped, and a requeue would run it again. */
+static void cancel_node_lost(crater_daemon_t *d, djob_t *j)
+{
+    if (j->state == JS_PREEMPTING)
+        job_apply(d, j, JE_EXIT_STOPPED, "node lost while stopping");
+    job_apply(d, j, JE_EXIT_CANCELLED, "cancelled; its node was lost");
+}
+
 /* What happens to a job whose node stopped heartbeating. */
 static void job_node_lost(crater_daemon_t *d, djob_t *j, int64_t now)
 {
     const crater_config_t *c = &d->cfg;
     int64_t ran = j->started_ms ? now - j->started_ms : 0;
 
+    if (j->cancel_requested) {
+        cancel_node_lost(d, j);
+        return;
+    }
     if (j->state == JS_LOST) {
         /* conservative: already waited one more timeout for a reconnect */
         if (now - j->lost_since_ms < (int64_t)c->agent.heartbeat_timeout_ms)
             return;
-        j->attempts++;
-        job_set_state(d, j, JS_PENDING, "requeued: node did not come back");
+        job_apply(d, j, JE_REQUEUE, "requeued: node did not come back");
         return;
     }
     if (c->agent.migration_policy == CRATER_MIGRATION_NEVER) {
-        job_set_state(d, j, JS_FAILED, "node lost (migrationPolicy never)");
+        job_apply(d, j, JE_FAIL, "node lost (migrationPolicy never)");
         return;
     }
     if (c->agent.migration_policy == CRATER_MIGRATION_CONSERVATIVE
         && j->state == JS_RUNNING
         && ran >= (int64_t)c->agent.migration_min_runtime_ms) {
         j->lost_since_ms = now;
-        job_set_state(d,
-                      j,
-                      JS_LOST,
-                      "node not responding; waiting for it to reconnect");
+        job_apply(d,
+                  j,
+                  JE_NODE_SILENT,
+                  "node not responding; waiting for it to reconnect");
         return;
     }
-    j->attempts++;
-    job_set_state(d, j, JS_PENDING, "requeued: node lost");
+    job_apply(d, j, JE_REQUEUE, "requeued: node lost");
 }
 
 /* Is a node of one of j's tasks gone (a gang is lost with any replica)? */

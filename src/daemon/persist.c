@@ -247,6 +247,14 @@ static int load_node(crater_daemon_t *d,
     return 0;
 }
 
+/* A loaded job queued again (the table's restore: nothing is charged or
+ * queued yet, so its only effect, the queueing, is load_job's). */
+static void restore(djob_t *j)
+{
+    if (job_life_apply(&j->state, JE_RESTORE, NULL) == 0)
+        job_event(j, dnow_ms(), JS_PENDING, "requeued at restart");
+}
+
 static int load_job(crater_daemon_t *d,
                     json_t *v,
                     const char *key,
@@ -267,15 +275,12 @@ static int load_job(crater_daemon_t *d,
                    j->id,
                    err->text);
         j->placed = false;
-        j->state = JS_PENDING;
-        job_event(j, dnow_ms(), JS_PENDING, "requeued at restart");
+        restore(j);
     }
     if (!job_state_holds(j->state))
         j->placed = false;
-    if (j->state == JS_PREEMPTED) {
-        j->state = JS_PENDING;
-        job_event(j, dnow_ms(), JS_PENDING, "requeued at restart");
-    }
+    if (j->state == JS_PREEMPTED)
+        restore(j);
     if (job_insert(d, j) < 0) {
         job_free(j);
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
