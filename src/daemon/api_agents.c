@@ -480,8 +480,9 @@ static int64_t not_before_last(const djob_t *j, int64_t at)
 /* An event of one replica of a multi-replica job (gang.c keeps the
  * replicas' states): the first start runs the job; an exit ends the job
  * when it decides the gang (the first failure fails it, and the others
- * are stopped; the last success succeeds it; any exit of a preempted or
- * cancelled gang); the job's log counters follow its first replica. */
+ * are stopped; the last success succeeds it; the last exit of a gang
+ * being preempted or cancelled: it is requeued or cancelled once, as a
+ * unit); the job's log counters follow its first replica. */
 static void gang_event(crater_daemon_t *d,
                        djob_t *j,
                        const crater_proto_event_t *ev,

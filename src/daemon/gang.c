@@ -230,14 +230,17 @@ bool gang_exited(
                : j->cancel_requested     ? JS_CANCELLED
                : ok                      ? JS_SUCCEEDED
                                          : JS_FAILED;
-    if (j->state == JS_PREEMPTING || j->cancel_requested)
-        return true;
-    if (!ok) {
+    if (!ok && j->state != JS_PREEMPTING && !j->cancel_requested) {
         *failed = true;
         return true;
     }
+    /* A gang being stopped is gone with its last replica: until then the
+     * others still hold their GPUs (and are requeued once, as a unit). */
     for (uint32_t q = 0; q < j->nrep; q++)
-        done += j->rep[q].state == JS_SUCCEEDED;
+        done += j->state == JS_PREEMPTING || j->cancel_requested
+                    ? job_state_final(j->rep[q].state)
+                          || j->rep[q].state == JS_PREEMPTED
+                    : j->rep[q].state == JS_SUCCEEDED;
     return done == j->nrep;
 }
 

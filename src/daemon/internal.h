@@ -368,8 +368,10 @@ int gang_env(crater_daemon_t *d,
 void gang_started(crater_daemon_t *d, djob_t *j, uint32_t r, int64_t at);
 /* Replica r exited (code, signal, OOM): record it. Returns true when the
  * job's state follows from this exit (the caller applies the job-level
- * transition: first failure fails the gang, the last success succeeds
- * it); false when the job keeps running (other replicas still run). */
+ * transition: the first failure fails the gang, the last success
+ * succeeds it, the last replica of a gang being preempted or cancelled
+ * to go ends its stop); false when the job keeps its state (other
+ * replicas still run or still stop). */
 bool gang_exited(
     djob_t *j, uint32_t r, int code, int signal, bool oom, bool *failed);
 /* j's tasks ended with the job (state to): mark them; stop the ones
