@@ -496,7 +496,8 @@ static int open_parts(crater_agent_t *a,
     a->synthetic = a->node.samples == CRATER_SAMPLES_SYNTHETIC;
     if (!(a->hw = crater_hw_encode_node(&a->node)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (agent_isolation_setup(a, err) < 0) /* before the threads: forks */
+    if (agent_isolation_setup(a, err) < 0 /* before the threads: forks */
+        || spare_init(a, err) < 0)
         return -1;
     if (!(a->work_client = crater_client_create(o->server, o->token, err))
         || !(a->sup_client = crater_client_create(o->server, o->token, err))
@@ -555,6 +556,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
         return NULL;
     }
     pthread_mutex_init(&a->mu, NULL);
+    pthread_mutex_init(&a->spare_mu, NULL);
     pthread_cond_init(&a->wake, NULL);
     pthread_cond_init(&a->ev_wake, NULL);
     pthread_cond_init(&a->log_wake, NULL);
@@ -656,5 +658,6 @@ void crater_agent_stop(crater_agent_t *a)
     pthread_cond_destroy(&a->ev_wake);
     pthread_cond_destroy(&a->log_wake);
     pthread_mutex_destroy(&a->mu);
+    pthread_mutex_destroy(&a->spare_mu);
     free(a);
 }

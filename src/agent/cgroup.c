@@ -14,7 +14,9 @@
  * for a quota below 1 ms, EBUSY for controllers in a populated cgroup).
  *
  * Expected load: a few calls per task start/stop, so no caching beyond
- * the base paths; clarity over speed.
+ * the base paths and the agent's own v1 cpuset; clarity over speed, except
+ * that a v1 task gets no directory in a hierarchy where it would only
+ * repeat the agent's settings (v1_skip()).
  */
 #include "crater/cgroup.h"
 
@@ -66,11 +68,12 @@ static const struct {
 struct crater_cgroups {
     crater_cg_version_t ver;
     unsigned mask;
-    char *base[NCTL]; /* <mount or root>/<parent>, NULL where missing;
-                         v2: the same path for every present slot */
-    bool burst;       /* cpu.max.burst / cpu.cfs_burst_us exist */
-    bool noswap;      /* memory.swap.max / memory.memsw.limit_in_bytes */
-    bool cgkill;      /* v2 cgroup.kill exists */
+    char *base[NCTL];        /* <mount or root>/<parent>, NULL where missing;
+                                v2: the same path for every present slot */
+    bool burst;              /* cpu.max.burst / cpu.cfs_burst_us exist */
+    bool noswap;             /* memory.swap.max / memory.memsw.limit_in_bytes */
+    bool cgkill;             /* v2 cgroup.kill exists */
+    char *v1_cpus, *v1_mems; /* v1: the parent's cpuset, trimmed */
 };
 
 /* ---- small file helpers ---- */
@@ -507,6 +510,30 @@ static int cpuset_inherit(const char *dir, crater_error_t *err)
     return 0;
 }
 
+static void trim(char *s)
+{
+    size_t n = strlen(s);
+
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        s[--n] = '\0';
+}
+
+/* The agent's own cpuset (v1): a task asking for the same one gets no
+   cpuset cgroup of its own (make_task_dirs). */
+static int parent_cpuset(crater_cgroups_t *cg, crater_error_t *err)
+{
+    char path[PATHLEN];
+
+    if (join(path, cg->base[C_CPUSET], "cpuset.cpus", NULL, err) < 0
+        || read_text(path, &cg->v1_cpus, err) < 0
+        || join(path, cg->base[C_CPUSET], "cpuset.mems", NULL, err) < 0
+        || read_text(path, &cg->v1_mems, err) < 0)
+        return -1;
+    trim(cg->v1_cpus);
+    trim(cg->v1_mems);
+    return 0;
+}
+
 static int try_v1(crater_cgroups_t *cg,
                   const char *root,
                   const char *parent,
@@ -528,6 +555,8 @@ static int try_v1(crater_cgroups_t *cg,
     if (!cg->mask)
         return 0;
     cg->ver = CRATER_CG_V1;
+    if (cg->base[C_CPUSET] && parent_cpuset(cg, err) < 0)
+        return -1;
     cg->burst =
         cg->base[C_CPU] && has_file(cg->base[C_CPU], "cpu.cfs_burst_us");
     cg->noswap = cg->base[C_MEMORY]
@@ -574,6 +603,8 @@ void crater_cg_close(crater_cgroups_t *cg)
         return;
     for (i = 0; i < NCTL; i++)
         free(cg->base[i]);
+    free(cg->v1_cpus);
+    free(cg->v1_mems);
     free(cg);
 }
 
@@ -686,8 +717,34 @@ static size_t distinct(const crater_cgroups_t *cg, int *out)
     return n;
 }
 
+static bool same_set(const char *want, const char *have)
+{
+    return !want || (have && strcmp(want, have) == 0);
+}
+
+/* v1 hierarchies a task with these limits needs no directory in, as a bit
+   per slot: each directory costs a mkdir, its limit writes, an attach and
+   an rmdir, about a fifth of a short task's start and end (B3). Without
+   one the task stays in the agent's cgroup of that hierarchy: blkio when
+   it has no IO limit, cpuset when it asks for the agent's own. */
+static unsigned v1_skip(const crater_cgroups_t *cg,
+                        const crater_cg_limits_t *lim)
+{
+    unsigned skip = 0;
+
+    if (cg->ver != CRATER_CG_V1)
+        return 0;
+    if (!lim->nio)
+        skip |= 1u << C_IO;
+    if (same_set(lim->cpuset_cpus, cg->v1_cpus)
+        && same_set(lim->cpuset_mems, cg->v1_mems))
+        skip |= 1u << C_CPUSET;
+    return skip;
+}
+
 static int make_task_dirs(const crater_cgroups_t *cg,
                           const char *task,
+                          unsigned skip,
                           crater_error_t *err)
 {
     char path[PATHLEN];
@@ -695,8 +752,9 @@ static int make_task_dirs(const crater_cgroups_t *cg,
     size_t k = distinct(cg, slot), i;
 
     for (i = 0; i < k; i++)
-        if (join(path, cg->base[slot[i]], task, NULL, err) < 0
-            || make_dir(path, err) < 0)
+        if (!(skip & (1u << slot[i]))
+            && (join(path, cg->base[slot[i]], task, NULL, err) < 0
+                || make_dir(path, err) < 0))
             return -1;
     return 0;
 }
@@ -898,11 +956,12 @@ int crater_cg_create(crater_cgroups_t *cg,
                      const crater_cg_limits_t *lim,
                      crater_error_t *err)
 {
+    unsigned skip = v1_skip(cg, lim);
     int rc;
 
     if (cg->ver == CRATER_CG_NONE)
         return 0;
-    if (check_task(task, err) < 0 || make_task_dirs(cg, task, err) < 0)
+    if (check_task(task, err) < 0 || make_task_dirs(cg, task, skip, err) < 0)
         return -1;
     if (cg->ver == CRATER_CG_V2)
         rc = v2_cpu(cg, task, lim, err) < 0
@@ -910,10 +969,11 @@ int crater_cg_create(crater_cgroups_t *cg,
              || v2_io(cg, task, lim, err) < 0
              || pids_max(cg, task, lim, err) < 0;
     else
-        rc = v1_cpu(cg, task, lim, err) < 0 || v1_mem(cg, task, lim, err) < 0
-             || v1_cpuset(cg, task, lim, err) < 0
-             || v1_io(cg, task, lim, err) < 0
-             || pids_max(cg, task, lim, err) < 0;
+        rc =
+            v1_cpu(cg, task, lim, err) < 0 || v1_mem(cg, task, lim, err) < 0
+            || (!(skip & (1u << C_CPUSET)) && v1_cpuset(cg, task, lim, err) < 0)
+            || v1_io(cg, task, lim, err) < 0
+            || pids_max(cg, task, lim, err) < 0;
     if (rc)
         crater_cg_destroy(cg, task, NULL); /* no half-made cgroup left */
     return rc ? -1 : 0;
@@ -950,14 +1010,22 @@ int crater_cg_procs_paths(crater_cgroups_t *cg,
     if (!(*paths = calloc(k, sizeof(char *))))
         return crater_errorf(err, CRATER_ENOMEM, "cgroup: out of memory");
     for (i = 0; i < k; i++) {
-        if (task_path(cg, slot[i], task, "cgroup.procs", path, err) < 0
-            || !((*paths)[i] = strdup(path))) {
-            crater_cg_paths_free(*paths, i);
+        if (task_path(cg, slot[i], task, "cgroup.procs", path, err) < 0) {
+            crater_cg_paths_free(*paths, *n);
             *paths = NULL;
+            *n = 0;
+            return -1;
+        }
+        if (cg->ver == CRATER_CG_V1 && !exists(path))
+            continue; /* a hierarchy the task has no directory in */
+        if (!((*paths)[*n] = strdup(path))) {
+            crater_cg_paths_free(*paths, *n);
+            *paths = NULL;
+            *n = 0;
             return crater_errorf(err, CRATER_ENOMEM, "cgroup: out of memory");
         }
+        (*n)++;
     }
-    *n = k;
     return 0;
 }
 

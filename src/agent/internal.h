@@ -25,6 +25,9 @@
 #include "crater/proto.h"
 #include "crater/sampler.h"
 
+/* Spare task directories an agent keeps at most (spare.c). */
+#define SPARE_MAX 1024
+
 typedef enum atask_state {
     AT_RUNNING,
     AT_EXITED, /* exit status known; final report not yet acknowledged */
@@ -132,9 +135,26 @@ struct crater_agent {
 
     atask_t **tasks;
     size_t ntasks, captasks;
+
+    /* spare.c: finished tasks' directories kept for the next ones */
+    pthread_mutex_t spare_mu;
+    unsigned spare[SPARE_MAX]; /* DATA/spare/<n> ready to take */
+    size_t nspare, giving;     /* giving: slots reserved, being renamed */
+    unsigned spare_next;       /* the next <n> (wraps) */
 };
 
 int64_t agent_now_ms(void);
+
+/* spare.c: DATA/spare made, and the spares an earlier agent left taken
+ * back (before any thread runs). */
+int spare_init(crater_agent_t *a, crater_error_t *err);
+/* t's directory (DATA/tasks/...) renamed from a spare, with its log files
+ * renamed into DATA/logs; false when there is none (then mkdir). */
+bool spare_take(crater_agent_t *a, const atask_t *t);
+/* t's directory and logs (its exit acknowledged, its output shipped)
+ * emptied and kept as a spare; false when the pool is full or a rename
+ * failed: then remove them. */
+bool spare_give(crater_agent_t *a, const atask_t *t);
 
 /* report.c: the event and log threads (started by agent.c) */
 void *report_events_main(void *arg);

@@ -542,7 +542,7 @@ static int prepare(crater_agent_t *a,
         crater_errorf(err, CRATER_EINVAL, "task has no command");
         goto out;
     }
-    if ((mkdir(t->dir, 0700) < 0 && errno != EEXIST)) {
+    if (!spare_take(a, t) && mkdir(t->dir, 0700) < 0 && errno != EEXIST) {
         crater_errorf(err, CRATER_EIO, "%s: %s", t->dir, strerror(errno));
         goto out;
     }
@@ -801,7 +801,9 @@ void task_remove(crater_agent_t *a, atask_t *t)
             a->tasks[i] = a->tasks[--a->ntasks];
             break;
         }
-    if (t->state == AT_EXITED) { /* its files served their purpose */
+    if (t->state == AT_EXITED && spare_give(a, t)) {
+        taskstate_remove(&(atask_t){.workdir = t->workdir});
+    } else if (t->state == AT_EXITED) { /* its files served their purpose */
         unlink(t->log_path[0]);
         unlink(t->log_path[1]);
         taskstate_remove(t);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,12 +89,29 @@ static void drop_user(const taskexec_t *s)
         fail("cannot switch to the task user of", s->argv[0], errno, 126);
 }
 
+/* open(path, O_WRONLY | O_CREAT | extra) cut to 0 bytes, truncating only
+ * a file that is not empty: ext4 flushes a file on close once it was
+ * truncated (auto_da_alloc), and the task's files are usually recycled
+ * empty ones (spare.c). */
+int taskexec_open_empty(const char *path, int extra, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | extra, mode);
+    struct stat st;
+
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0
+        && ftruncate(fd, 0) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 void taskexec_child(const taskexec_t *s)
 {
     sigset_t none;
     int in = open("/dev/null", O_RDONLY);
-    int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0640);
-    int err = open(s->errf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0640);
+    int out = taskexec_open_empty(s->out, O_NOFOLLOW, 0640);
+    int err = taskexec_open_empty(s->errf, O_NOFOLLOW, 0640);
 
     /* default dispositions first (the shim ignores TERM/INT/HUP): once
      * this process has its group, a stop signal kills it or waits, blocked
@@ -138,7 +156,7 @@ static void write_exit(const taskexec_t *s, int status)
     buf[k++] = ' ';
     put_num(buf, &k, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     buf[k++] = '\n';
-    fd = open(s->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    fd = taskexec_open_empty(s->exit_tmp, O_CLOEXEC, 0600);
     if (fd < 0 || write(fd, buf, k) != (ssize_t)k || fsync(fd) < 0)
         _exit(1);
     close(fd);

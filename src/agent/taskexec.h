@@ -48,6 +48,12 @@ int taskexec_hide_procs(void);
  * 127 when it cannot be executed). */
 void taskexec_child(const taskexec_t *s) __attribute__((noreturn));
 
+/* open(path, O_WRONLY | O_CREAT | extra, mode), the file cut to 0 bytes
+ * only when it is not empty already (a recycled file, spare.c: ext4
+ * flushes a truncated file when it is closed); -1 and errno on error.
+ * Async-signal-safe. */
+int taskexec_open_empty(const char *path, int extra, mode_t mode);
+
 /* The shim, in a fresh process whose fd wfd takes the task's pid (-1 when
  * it cannot start it): never returns. vfork_task: start the task with
  * vfork (cheap in a small process such as crater-shim; a fork of the big

@@ -16,8 +16,9 @@
  * an exit file is reported exited; one with neither (its shim was killed)
  * is failed, and what is left in its cgroup is killed. The shim's pid is
  * checked together with its start time (/proc/PID/stat field 22), so a
- * reused pid is never taken for it. Records are removed with their task
- * (task_remove) once craterd has its exit and its output.
+ * reused pid is never taken for it. Records go with their task
+ * (task_remove) once craterd has its exit and its output: into a spare
+ * directory for the next task (spare.c), else removed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "agent/internal.h"
+#include "agent/taskexec.h"
 #include "crater/log.h"
 
 /* The start of a small file as a string (at most n - 1 bytes); -1 when
@@ -110,7 +112,7 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
 {
     char path[4200], tmp[4200];
     json_t *v;
-    int rc;
+    int rc, fd;
 
     (void)a;
     v = json_pack("{s:s, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:o,"
@@ -153,7 +155,12 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     snprintf(path, sizeof(path), "%s/task.json", t->dir);
     snprintf(tmp, sizeof(tmp), "%s/task.json.tmp", t->dir);
-    rc = json_dump_file(v, tmp, JSON_COMPACT);
+    if ((fd = taskexec_open_empty(tmp, O_CLOEXEC, 0600)) < 0) {
+        rc = -1;
+    } else {
+        rc = json_dumpfd(v, fd, JSON_COMPACT);
+        rc = close(fd) < 0 ? -1 : rc;
+    }
     json_decref(v);
     if (rc < 0 || rename(tmp, path) < 0)
         return crater_errorf(err,

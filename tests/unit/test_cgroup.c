@@ -437,6 +437,39 @@ static const char *task_file(crater_cgroups_t *cg,
     return buf;
 }
 
+/* The agent's own (parent) v1 cpuset file equals want. */
+static bool same_as_agent(crater_cgroups_t *cg,
+                          const char *file,
+                          const char *want)
+{
+    char dir[512], p[600], buf[256] = "";
+    crater_error_t err;
+    FILE *f;
+    size_t n;
+
+    if (crater_cg_version(cg) != CRATER_CG_V1
+        || crater_cg_dir(cg, "cpuset", "x", dir, sizeof(dir), &err) < 0)
+        return false;
+    *strrchr(dir, '/') = '\0'; /* the agent's directory */
+    snprintf(p, sizeof(p), "%s/%s", dir, file);
+    if (!(f = fopen(p, "r")))
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return strcmp(buf, want) == 0;
+}
+
+static bool dir_there(crater_cgroups_t *cg, const char *ctl, const char *task)
+{
+    char dir[512];
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_cg_dir(cg, ctl, task, dir, sizeof(dir), &err), 0);
+    return access(dir, F_OK) == 0;
+}
+
 /* Fork a child that joins the task's cgroup with open/write/close only
    (as the runner's child does before exec), then runs fn. */
 static pid_t spawn_in(crater_cgroups_t *cg, const char *task, void (*fn)(void))
@@ -566,7 +599,7 @@ static void check_limits(crater_cgroups_t *cg, const crater_cg_limits_t *lim)
         ck_assert_str_eq(task_file(cg, "memory", "live", "memory.max"),
                          "67108864");
     }
-    if (lim->cpuset_cpus)
+    if (lim->cpuset_cpus && !same_as_agent(cg, "cpuset.cpus", "0"))
         ck_assert_str_eq(task_file(cg, "cpuset", "live", "cpuset.cpus"), "0");
     if (lim->nio && crater_cg_version(cg) == CRATER_CG_V1) {
         snprintf(want,
@@ -669,6 +702,71 @@ START_TEST(real_kernel_error_named_and_rolled_back)
 }
 END_TEST
 
+/* v1: a task that asks for the agent's own cpuset and no IO limit gets
+   no directory in the cpuset and blkio hierarchies (each one is a mkdir,
+   writes, an attach and an rmdir per task); it joins, is listed, killed
+   and removed through the others. One that asks for another cpuset gets
+   its directory. */
+START_TEST(real_v1_no_dir_for_the_agents_settings)
+{
+    crater_cgroups_t *cg = real_open();
+    crater_cg_limits_t lim = {.mem_bytes = 64ull << 20};
+    crater_error_t err;
+    char cpus[256], dir[512], p[600], **paths;
+    pid_t pid, pids[4];
+    size_t n, all;
+    int st;
+    FILE *f;
+
+    if (!cg)
+        return;
+    if (crater_cg_version(cg) != CRATER_CG_V1
+        || !(crater_cg_controllers(cg) & CRATER_CG_CPUSET)) {
+        printf("SKIP: not cgroup v1 with cpuset\n");
+        real_close(cg);
+        return;
+    }
+    ck_assert_int_eq(crater_cg_dir(cg, "cpuset", "x", dir, sizeof(dir), &err),
+                     0);
+    *strrchr(dir, '/') = '\0'; /* the agent's directory */
+    snprintf(p, sizeof(p), "%s/cpuset.cpus", dir);
+    ck_assert_ptr_nonnull(f = fopen(p, "r"));
+    ck_assert_ptr_nonnull(fgets(cpus, sizeof(cpus), f));
+    fclose(f);
+    cpus[strcspn(cpus, "\n")] = '\0';
+    lim.cpuset_cpus = cpus;
+    ck_assert_msg(crater_cg_create(cg, "same", &lim, &err) == 0,
+                  "%s",
+                  err.text);
+    ck_assert(!dir_there(cg, "cpuset", "same"));
+    if (crater_cg_controllers(cg) & CRATER_CG_IO)
+        ck_assert(!dir_there(cg, "blkio", "same"));
+    ck_assert(dir_there(cg, "memory", "same"));
+    ck_assert_int_eq(crater_cg_procs_paths(cg, "same", &paths, &n, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(access(paths[i], W_OK), 0);
+    crater_cg_paths_free(paths, n);
+    pid = spawn_in(cg, "same", sleeper);
+    ck_assert_int_eq(crater_cg_pids(cg, "same", pids, 4, &all, &err), 0);
+    ck_assert_uint_eq(all, 1);
+    ck_assert_int_eq(crater_cg_kill(cg, "same", SIGKILL, &err), 0);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(crater_cg_destroy(cg, "same", &err) == 0, "%s", err.text);
+    ck_assert(!dir_there(cg, "memory", "same"));
+    if (strcmp(cpus, "0") != 0) { /* another cpuset: its own directory */
+        lim.cpuset_cpus = "0";
+        ck_assert_msg(crater_cg_create(cg, "other", &lim, &err) == 0,
+                      "%s",
+                      err.text);
+        ck_assert_str_eq(task_file(cg, "cpuset", "other", "cpuset.cpus"), "0");
+        ck_assert_msg(crater_cg_destroy(cg, "other", &err) == 0,
+                      "%s",
+                      err.text);
+    }
+    real_close(cg);
+}
+END_TEST
+
 START_TEST(real_memory_hog_is_oom_killed)
 {
     crater_cgroups_t *cg = real_open();
@@ -710,6 +808,7 @@ static Suite *cgroup_suite(void)
     tcase_add_test(f, parsers);
     tcase_add_test(r, real_limits_attach_kill_destroy);
     tcase_add_test(r, real_memory_hog_is_oom_killed);
+    tcase_add_test(r, real_v1_no_dir_for_the_agents_settings);
     tcase_add_test(r, real_kernel_error_named_and_rolled_back);
     tcase_set_timeout(r, 30);
     suite_add_tcase(s, f);
