@@ -129,6 +129,7 @@ static void h_node(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 static void evict(crater_daemon_t *d, djob_t *j, const char *reason)
 {
     if (j->state == JS_BOUND || j->state == JS_RUNNING) {
+        j->stop_notice = CRATER_NOTICE_DRAIN;
         job_set_state(d, j, JS_PREEMPTING, reason);
         node_send_stop(d, j, reason);
     } else if (j->state == JS_LOST) {
@@ -522,7 +523,9 @@ static json_t *force_release(crater_daemon_t *d,
         }
         if (!on)
             continue;
+        j->stop_notice = CRATER_NOTICE_DRAIN; /* the task may checkpoint */
         node_send_stop(d, j, reason);
+        j->stop_notice = CRATER_NOTICE_NONE;
         j->attempts++;
         job_set_state(d, j, JS_PENDING, reason);
         json_array_append_new(released, json_sprintf("%" PRIu64, j->id));

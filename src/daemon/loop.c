@@ -256,6 +256,7 @@ static uint32_t stop_victims(crater_daemon_t *d,
             continue;
         json_array_append_new(victims, json_integer((json_int_t)v->id));
         v->preempted_by = j->id;
+        v->stop_notice = CRATER_NOTICE_PRIORITY;
         job_set_state(d, v, JS_PREEMPTING, reason);
         node_send_stop(d, v, reason);
         j->waiting_for++;
