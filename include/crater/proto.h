@@ -170,8 +170,8 @@ typedef struct crater_proto_stop {
     char *job;
     uint32_t attempt;
     uint32_t replica;
-    uint64_t grace_period_ms; /* SIGTERM now, SIGKILL after this */
-    char *reason;             /* may be NULL */
+    uint64_t grace_period_ms;     /* SIGTERM now, SIGKILL after this */
+    char *reason;                 /* may be NULL */
     crater_proto_notice_t notice; /* "notice", absent when NONE */
 } crater_proto_stop_t;
 

@@ -164,7 +164,8 @@ static void sync_tasks(crater_agent_t *a, notice_srv_t *s)
     }
 }
 
-/* ---- answers -------------------------------------------------------------- */
+/* ---- answers --------------------------------------------------------------
+ */
 
 static void drop(client_t *c)
 {
@@ -195,7 +196,13 @@ static void answer(client_t *c, json_t *v)
 static void answer_error(client_t *c, const char *field, const char *text)
 {
     answer(c,
-           json_pack("{s:b, s:s, s:s}", "ok", 0, "error", text, "field", field));
+           json_pack("{s:b, s:s, s:s}",
+                     "ok",
+                     0,
+                     "error",
+                     text,
+                     "field",
+                     field));
 }
 
 static json_t *notice_json(const endpoint_t *e, int64_t now)
@@ -235,7 +242,8 @@ static int64_t answer_waiters(notice_srv_t *s, int64_t now)
     return next;
 }
 
-/* ---- requests ------------------------------------------------------------- */
+/* ---- requests -------------------------------------------------------------
+ */
 
 static void op_wait(endpoint_t *e, client_t *c, json_t *req, int64_t now)
 {
@@ -266,11 +274,8 @@ static const crater_dec_field_t progress_fields[] = {
 
 /* A report: decoded (the same strict decoder craterd uses), then queued
  * on the task under a->mu. */
-static void op_report(crater_agent_t *a,
-                      endpoint_t *e,
-                      client_t *c,
-                      json_t *req,
-                      const char *op)
+static void op_report(
+    crater_agent_t *a, endpoint_t *e, client_t *c, json_t *req, const char *op)
 {
     bool ck = strcmp(op, "checkpoint") == 0;
     crater_proto_ckpt_t r = {0};
@@ -333,7 +338,8 @@ static void request(crater_agent_t *a, endpoint_t *e, client_t *c, char *line)
     json_decref(req);
 }
 
-/* ---- descriptors ---------------------------------------------------------- */
+/* ---- descriptors ----------------------------------------------------------
+ */
 
 static bool peer_ok(const endpoint_t *e, int fd)
 {
@@ -395,8 +401,8 @@ static size_t fill_pollfds(notice_srv_t *s, struct pollfd *pfd)
     for (size_t i = 0; i < s->nep; i++) {
         pfd[n++] = (struct pollfd){.fd = s->ep[i]->lfd, .events = POLLIN};
         for (int k = 0; k < CLIENTS_PER_TASK; k++)
-            pfd[n++] = (struct pollfd){.fd = s->ep[i]->c[k].fd,
-                                       .events = POLLIN};
+            pfd[n++] =
+                (struct pollfd){.fd = s->ep[i]->c[k].fd, .events = POLLIN};
     }
     return n;
 }

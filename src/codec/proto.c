@@ -583,7 +583,10 @@ static int f_task_time_limit(crater_dec_t *d, json_t *v, void *obj)
 
 static int f_task_ckpt_dir(crater_dec_t *d, json_t *v, void *obj)
 {
-    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &TASK(obj)->checkpoint_dir);
+    return crater_dec_str(d,
+                          v,
+                          CRATER_PROTO_MAX_STR,
+                          &TASK(obj)->checkpoint_dir);
 }
 
 static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
@@ -896,19 +899,20 @@ json_t *crater_proto_item_encode(const crater_proto_item_t *it)
                          crater_proto_task_encode(&it->task));
     case CRATER_PROTO_STOP:
         return with_notice(json_pack("{s:I, s:s, s:s, s:I, s:I, s:s*}",
-                                      "seq",
-                                      (json_int_t)it->seq,
-                                      "op",
-                                      "stop",
-                                      "job",
-                                      s->job ? s->job : "",
-                                      "attempt",
-                                      (json_int_t)s->attempt,
-                                      "gracePeriod_ms",
-                                      (json_int_t)s->grace_period_ms,
-                                      "reason",
-                                      s->reason),
-                            s->replica, s->notice);
+                                     "seq",
+                                     (json_int_t)it->seq,
+                                     "op",
+                                     "stop",
+                                     "job",
+                                     s->job ? s->job : "",
+                                     "attempt",
+                                     (json_int_t)s->attempt,
+                                     "gracePeriod_ms",
+                                     (json_int_t)s->grace_period_ms,
+                                     "reason",
+                                     s->reason),
+                           s->replica,
+                           s->notice);
     case CRATER_PROTO_RESYNC:
         break;
     }
@@ -1149,7 +1153,8 @@ json_t *crater_proto_event_encode(const crater_proto_event_t *e)
     const char *job = e->job ? e->job : "";
     json_t *o;
 
-    if (e->event == CRATER_PROTO_CHECKPOINT || e->event == CRATER_PROTO_PROGRESS)
+    if (e->event == CRATER_PROTO_CHECKPOINT
+        || e->event == CRATER_PROTO_PROGRESS)
         return report_encode(e);
     if (e->event == CRATER_PROTO_STARTED)
         return with_replica(json_pack("{s:s, s:I, s:s, s:i, s:I}",

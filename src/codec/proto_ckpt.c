@@ -29,8 +29,8 @@ const char *crater_proto_notice_name(crater_proto_notice_t n)
 }
 
 int crater_proto_notice_decode(crater_dec_t *d,
-                                json_t *v,
-                                crater_proto_notice_t *out)
+                               json_t *v,
+                               crater_proto_notice_t *out)
 {
     int n = 0;
 

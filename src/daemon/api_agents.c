@@ -271,9 +271,8 @@ static djob_t *requeued_job(crater_daemon_t *d,
 {
     djob_t *j = ev->job ? job_find(d, strtoull(ev->job, NULL, 10)) : NULL;
 
-    return j && j->prev_attempt == ev->attempt && j->prev_node == n->sid
-               ? j
-               : NULL;
+    return j && j->prev_attempt == ev->attempt && j->prev_node == n->sid ? j
+                                                                         : NULL;
 }
 
 static void order_stop(crater_daemon_t *d,
@@ -588,7 +587,7 @@ static void apply_event(crater_daemon_t *d,
         job_checkpoint(d, j, ev, at);
         return;
     }
-    if (!j) {   /* not ours (any more): make sure it does not keep running */
+    if (!j) { /* not ours (any more): make sure it does not keep running */
         if (ev->event == CRATER_PROTO_STARTED)
             order_stop(d,
                        n,

@@ -37,8 +37,7 @@ static json_t *ckpt_json(const crater_proto_event_t *ev, int64_t at)
 
     if (o
         && (json_object_set_new(o, "attempt", json_integer(ev->attempt)) < 0
-            || json_object_set_new(o, "replica", json_integer(ev->replica))
-                   < 0
+            || json_object_set_new(o, "replica", json_integer(ev->replica)) < 0
             || json_object_set_new(o, "time_ms", json_integer(at)) < 0)) {
         json_decref(o);
         return NULL;

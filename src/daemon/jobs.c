@@ -638,8 +638,7 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     json_decref(j->history);
     j->history = json_incref(hist);
     job_ckpts_load(j, json_object_get(v, "checkpoints"));
-    j->failures =
-        (uint32_t)json_integer_value(json_object_get(v, "failures"));
+    j->failures = (uint32_t)json_integer_value(json_object_get(v, "failures"));
     if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0)
         goto fail;
     if (pl && placement_load(d, pl, &j->pl) == 0)

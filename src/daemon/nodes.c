@@ -631,8 +631,7 @@ int task_order(crater_daemon_t *d,
     };
     t->grace_period_ms = s->grace_period_ms;
     t->time_limit_ms = s->time_limit_ms;
-    if (s->checkpoint.dir
-        && !(t->checkpoint_dir = strdup(s->checkpoint.dir))) {
+    if (s->checkpoint.dir && !(t->checkpoint_dir = strdup(s->checkpoint.dir))) {
         crater_proto_task_clear(t);
         return -1;
     }

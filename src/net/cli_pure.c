@@ -1656,7 +1656,8 @@ static void checkpoint_field(FILE *fp, const json_t *job, int64_t now_ms)
     if (c) {
         snprintf(buf,
                  sizeof(buf),
-                 "step %" JSON_INTEGER_FORMAT " of attempt %" JSON_INTEGER_FORMAT
+                 "step %" JSON_INTEGER_FORMAT " of attempt "
+                                              "%" JSON_INTEGER_FORMAT
                  " (%" JSON_INTEGER_FORMAT " bytes in %.2f s)%s%s",
                  json_integer_value(json_object_get(c, "step")),
                  json_integer_value(json_object_get(c, "attempt")),
@@ -1677,8 +1678,8 @@ static void checkpoint_field(FILE *fp, const json_t *job, int64_t now_ms)
     if (json_is_string(json_object_get(spec, "restartPolicy"))) {
         snprintf(buf,
                  sizeof(buf),
-                 "%s, %" JSON_INTEGER_FORMAT
-                 " failed attempt(s), backoffLimit %" JSON_INTEGER_FORMAT,
+                 "%s, %" JSON_INTEGER_FORMAT " failed attempt(s), backoffLimit "
+                                             "%" JSON_INTEGER_FORMAT,
                  json_string_value(json_object_get(spec, "restartPolicy")),
                  json_integer_value(json_object_get(job, "failures")),
                  json_integer_value(json_object_get(spec, "backoffLimit")));
