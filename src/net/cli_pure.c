@@ -1657,8 +1657,9 @@ static void checkpoint_field(FILE *fp, const json_t *job, int64_t now_ms)
         snprintf(buf,
                  sizeof(buf),
                  "step %" JSON_INTEGER_FORMAT " of attempt "
-                                              "%" JSON_INTEGER_FORMAT
-                 " (%" JSON_INTEGER_FORMAT " bytes in %.2f s)%s%s",
+                 "%" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT " bytes in "
+                 "%.2f "
+                 "s)%s%s",
                  json_integer_value(json_object_get(c, "step")),
                  json_integer_value(json_object_get(c, "attempt")),
                  json_integer_value(json_object_get(c, "bytes")),
@@ -1679,7 +1680,7 @@ static void checkpoint_field(FILE *fp, const json_t *job, int64_t now_ms)
         snprintf(buf,
                  sizeof(buf),
                  "%s, %" JSON_INTEGER_FORMAT " failed attempt(s), backoffLimit "
-                                             "%" JSON_INTEGER_FORMAT,
+                 "%" JSON_INTEGER_FORMAT,
                  json_string_value(json_object_get(spec, "restartPolicy")),
                  json_integer_value(json_object_get(job, "failures")),
                  json_integer_value(json_object_get(spec, "backoffLimit")));
