@@ -13,7 +13,10 @@ from a generator seeded with s, so an interrupted and resumed run ends with
 the same weights, bit for bit, as one that never stopped: the last line
 printed is the SHA-256 of the final weights.
 
---dir defaults to $CRATER_CHECKPOINT_DIR.
+--dir defaults to $CRATER_CHECKPOINT_DIR. Under Crater ($CRATER_AGENT_SOCKET
+set) it also long-polls the agent for a preemption notice (which comes
+with SIGTERM), reports every checkpoint it finishes (step, directory,
+digest, bytes written, seconds) and its progress.
 """
 import argparse
 import hashlib
@@ -28,6 +31,7 @@ import torch  # noqa: E402
 
 from crater_ckpt import Checkpointer  # noqa: E402
 from crater_ckpt import torch_helpers as ct  # noqa: E402
+from crater_ckpt.agent import AgentClient  # noqa: E402
 
 
 def build():
@@ -71,6 +75,21 @@ def main():
     step = step or 0
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    agent = AgentClient()
+
+    def noticed(info):
+        print("notice: %s, %d ms left" % (info["reason"], info["deadline_ms"]),
+              flush=True)
+        stop.append(1)
+
+    def report(st):
+        try:
+            agent.report_checkpoint(st, path=os.path.join(a.dir, "step-%d" % st.step))
+            agent.report_progress(st.step)
+        except Exception as e:  # noqa: BLE001 - reporting is best effort
+            print("report failed: %s" % e, file=sys.stderr, flush=True)
+    if agent.available:
+        agent.watch(noticed)
     while step < a.steps and not stop:
         x, y = batch(step)
         opt.zero_grad()
@@ -78,12 +97,14 @@ def main():
         opt.step()
         step += 1
         if step % a.every == 0:
-            ct.save_async(ck, step, {"model": model.state_dict(),
-                                     "opt": opt.state_dict()})
+            fut = ct.save_async(ck, step, {"model": model.state_dict(),
+                                           "opt": opt.state_dict()})
+            fut.add_done_callback(lambda f: f.exception() or report(f.result()))
         time.sleep(a.sleep)
     ck.wait()
     if stop or (step == a.steps and step % a.every):
-        ct.save(ck, step, {"model": model.state_dict(), "opt": opt.state_dict()})
+        report(ct.save(ck, step, {"model": model.state_dict(),
+                                  "opt": opt.state_dict()}))
     if stop:
         print("preempted: saved step %d" % step, flush=True)
         return 0

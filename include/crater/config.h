@@ -57,6 +57,7 @@ typedef struct crater_config {
         bool backfill;                       /* scheduler.backfill */
         uint64_t resource_grace_period_ms;   /* scheduler.resourceGracePeriod */
         uint64_t preemption_min_runtime_ms;  /* preemptionMinRuntime */
+        uint64_t max_checkpoint_grace_ms;    /* maxCheckpointGrace */
         struct {
             double joint, packing, topology, locality, low_utilization;
         } plugin_weights;            /* scheduler.pluginWeights */

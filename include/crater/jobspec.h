@@ -70,6 +70,17 @@ typedef enum crater_locality {
     CRATER_LOCALITY_REQUIRED,
 } crater_locality_t;
 
+/* restartPolicy: what a failed attempt (nonzero exit, signal, OOM, a
+ * reason from the agent) does. Preemption never counts as a failure. */
+typedef enum crater_restart_policy {
+    CRATER_RESTART_NEVER,      /* "Never": the job fails */
+    CRATER_RESTART_ON_FAILURE, /* "OnFailure": a new attempt, up to
+                                  backoffLimit retries */
+} crater_restart_policy_t;
+
+#define CRATER_BACKOFF_LIMIT_DEFAULT 6 /* Kubernetes' */
+#define CRATER_BACKOFF_LIMIT_MAX 1000
+
 typedef enum crater_deadline_policy {
     CRATER_DEADLINE_SOFT,
     CRATER_DEADLINE_HARD,
@@ -150,6 +161,12 @@ typedef struct crater_jobspec {
      * the job fails; backfill takes it as the job's longest run time.
      * 0 = none (unbounded). */
     uint64_t time_limit_ms;
+    crater_restart_policy_t restart_policy;
+    /* failed attempts retried under OnFailure (the next failure fails the
+     * job); default CRATER_BACKOFF_LIMIT_DEFAULT; given with Never is an
+     * error (backoff_limit_set says it was given) */
+    uint32_t backoff_limit;
+    bool backoff_limit_set;
     crater_resources_t resources;
     double cpu_limit_multiplier; /* quota = request x this; >= 1 */
     bool cpu_burst;

@@ -112,6 +112,10 @@ typedef struct crater_proto_task {
      * with grace_period_ms) this long after it started it; 0 = none.
      * Sent only when set ("timeLimit_ms"). */
     uint64_t time_limit_ms;
+    /* The job's checkpoint.dir ("checkpointDir"): the agent creates it
+     * (as the task's user) and sets CRATER_CHECKPOINT_DIR; the same on
+     * every attempt. NULL = the job does not checkpoint. */
+    char *checkpoint_dir;
     /* Register answer only ("logs"): bytes of stdout, stderr craterd
      * holds, where shipping resumes. */
     bool has_logs;
@@ -139,12 +143,36 @@ typedef enum crater_proto_op {
     CRATER_PROTO_RESYNC, /* register again: craterd reconciles */
 } crater_proto_op_t;
 
+/* Why a task is stopped, as its preemption notice says ("notice" on the
+ * wire, the names of crater_proto_notice_name()). NONE: no notice (a
+ * cancellation); the others are preemptions the job is requeued after.
+ * TIME_LIMIT is the agent's own (timeLimit), never sent by craterd. */
+typedef enum crater_proto_notice {
+    CRATER_NOTICE_NONE,
+    CRATER_NOTICE_PRIORITY,   /* "priority": a higher-priority job */
+    CRATER_NOTICE_DRAIN,      /* "drain": its node is drained */
+    CRATER_NOTICE_IDLE,       /* "idle": idle-GPU reclaim */
+    CRATER_NOTICE_MEMORY,     /* "memory": the GPU safety watermark */
+    CRATER_NOTICE_TIME_LIMIT, /* "time-limit" */
+} crater_proto_notice_t;
+
+#define CRATER_NOTICE_COUNT (CRATER_NOTICE_TIME_LIMIT + 1)
+
+/* "none", "priority", "drain", "idle", "memory", "time-limit"; "?"
+ * outside the enum. Static strings. */
+const char *crater_proto_notice_name(crater_proto_notice_t n);
+/* One of those names, into *out; an error naming them otherwise. */
+int crater_proto_notice_decode(crater_dec_t *d,
+                               json_t *v,
+                               crater_proto_notice_t *out);
+
 typedef struct crater_proto_stop {
     char *job;
     uint32_t attempt;
     uint32_t replica;
-    uint64_t grace_period_ms; /* SIGTERM now, SIGKILL after this */
-    char *reason;             /* may be NULL */
+    uint64_t grace_period_ms;     /* SIGTERM now, SIGKILL after this */
+    char *reason;                 /* may be NULL */
+    crater_proto_notice_t notice; /* "notice", absent when NONE */
 } crater_proto_stop_t;
 
 typedef struct crater_proto_item {
@@ -178,7 +206,29 @@ void crater_proto_work_clear(crater_proto_work_t *w);
 typedef enum crater_proto_event_kind {
     CRATER_PROTO_STARTED,
     CRATER_PROTO_EXITED,
+    CRATER_PROTO_CHECKPOINT, /* the task reported a finished checkpoint */
+    CRATER_PROTO_PROGRESS,   /* the task reported its step */
 } crater_proto_event_kind_t;
+
+/* A checkpoint a task reported on its agent socket ("checkpoint": {...}
+ * of a checkpoint event; a progress event carries "step" only). */
+typedef struct crater_proto_ckpt {
+    uint64_t step;
+    char *path;     /* where it is (the step's directory); may be NULL */
+    char *digest;   /* the manifest's digest, hex; may be NULL */
+    uint64_t bytes; /* bytes written by the save */
+    double seconds; /* how long the save took, >= 0 */
+} crater_proto_ckpt_t;
+
+#define CRATER_PROTO_MAX_DIGEST 128
+
+/* {"step", "path", "digest", "bytes", "seconds"} (absent strings left
+ * out); strict decoder as the others. */
+json_t *crater_proto_ckpt_encode(const crater_proto_ckpt_t *c);
+int crater_proto_ckpt_decode(crater_dec_t *d,
+                             json_t *v,
+                             crater_proto_ckpt_t *out);
+void crater_proto_ckpt_clear(crater_proto_ckpt_t *c);
 
 typedef struct crater_proto_event {
     char *job;
@@ -195,6 +245,8 @@ typedef struct crater_proto_event {
     char *error; /* could not start, killed by the watchdog; may be NULL */
     bool has_logs;
     uint64_t logs[2]; /* stdout, stderr sizes at exit */
+    /* checkpoint ("checkpoint"); progress: ckpt.step only ("step") */
+    crater_proto_ckpt_t ckpt;
 } crater_proto_event_t;
 
 typedef struct crater_proto_events {

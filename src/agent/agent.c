@@ -239,8 +239,10 @@ static void apply_item(crater_agent_t *a, crater_proto_item_t *it)
         break;
     case CRATER_PROTO_STOP:
         t = task_find(a, it->stop.job, it->stop.attempt, it->stop.replica);
-        if (t)
+        if (t) {
+            task_notice(a, t, it->stop.notice); /* with SIGTERM, at once */
             task_stop(a, t, it->stop.grace_period_ms);
+        }
         break;
     }
 }
@@ -531,14 +533,20 @@ static int open_parts(crater_agent_t *a,
 
 static int start_threads(crater_agent_t *a)
 {
-    void *(*mains[])(
-        void *) = {work_main, sup_main, report_events_main, report_logs_main};
+    void *(*mains[])(void *) = {work_main,
+                                sup_main,
+                                report_events_main,
+                                report_logs_main,
+                                notice_main};
     pthread_t *ids[] = {&a->work_thread,
                         &a->sup_thread,
                         &a->ev_thread,
-                        &a->log_thread};
+                        &a->log_thread,
+                        &a->notice_thread};
 
-    for (size_t i = 0; i < 4; i++) {
+    if (notice_create(a) < 0)
+        return -1;
+    for (size_t i = 0; i < 5; i++) {
         if (pthread_create(ids[i], NULL, mains[i], a) != 0)
             return -1;
         a->nthreads++;
@@ -621,6 +629,7 @@ void crater_agent_request_stop(crater_agent_t *a)
     a->stopping = true;
     pthread_cond_broadcast(&a->wake);
     report_kick(a);
+    notice_kick(a);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -633,10 +642,12 @@ void crater_agent_stop(crater_agent_t *a)
         pthread_t ids[] = {a->work_thread,
                            a->sup_thread,
                            a->ev_thread,
-                           a->log_thread};
+                           a->log_thread,
+                           a->notice_thread};
         for (size_t i = 0; i < a->nthreads; i++)
             pthread_join(ids[i], NULL);
     }
+    notice_destroy(a);
     stop_tasks(a);
     while (a->ntasks > 0)
         task_remove(a, a->tasks[0]);

@@ -27,6 +27,9 @@
 
 /* Spare task directories an agent keeps at most (spare.c). */
 #define SPARE_MAX 1024
+#define AGENT_CKQ_MAX 8 /* unsent checkpoint reports kept per task */
+
+typedef struct notice_srv notice_srv_t;
 
 typedef enum atask_state {
     AT_RUNNING,
@@ -87,14 +90,28 @@ typedef struct atask {
     bool watch;        /* the GPU watchdog checks this task */
     unsigned strikes;  /* consecutive watchdog checks over the slice */
     char mig_uuid[96]; /* isolation: mig: the MIG device it runs on, or "" */
+    /* checkpoints (ckenv.c, notice.c): the task's socket directory and
+     * its listening socket until the notice thread takes it over
+     * (notice_fd_held: t still owns notice_fd) */
+    char *sock_dir;
+    int notice_fd;
+    bool notice_fd_held;
+    crater_proto_notice_t notice; /* why it is being stopped; NONE */
+    bool notice_acked;            /* the task acknowledged the notice */
+    /* reports for craterd, oldest first, sent by the event thread */
+    crater_proto_ckpt_t ckq[AGENT_CKQ_MAX];
+    unsigned nckq;
+    uint64_t progress_step;
+    bool progress_pending;
 } atask_t;
 
 struct crater_agent {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
-    pthread_t work_thread, sup_thread, ev_thread, log_thread;
-    size_t nthreads; /* started, in the order work, sup, ev, log */
+    pthread_t work_thread, sup_thread, ev_thread, log_thread, notice_thread;
+    size_t nthreads; /* started, in the order work, sup, ev, log, notice */
+    notice_srv_t *notice_srv; /* the task sockets' server (notice.c) */
 
     char *server, *token, *data_dir;
     const crater_config_t *cfg;
@@ -232,6 +249,37 @@ void task_remove(crater_agent_t *a, atask_t *t);
  * the work root), and whether tasks get a private /proc. At start, before
  * the threads (it forks a probe). */
 int agent_isolation_setup(crater_agent_t *a, crater_error_t *err);
+
+/* ckenv.c (callers hold a->mu): a task's checkpoint environment. Make
+ * the task's checkpoint directory (task->checkpoint_dir, as the task's
+ * user) and its socket (a directory of its own, mode 0700, owned by its
+ * user, in the work root), and add CRATER_CHECKPOINT_DIR and
+ * CRATER_AGENT_SOCKET to task's environment. A socket that cannot be
+ * made is a warning (the task still gets SIGTERM); a checkpoint
+ * directory that cannot be made fails the start. */
+int ckenv_setup(crater_agent_t *a,
+                atask_t *t,
+                crater_proto_task_t *task,
+                crater_error_t *err);
+/* Close t's socket if the notice thread has not taken it, remove its
+ * directory. */
+void ckenv_cleanup(atask_t *t);
+/* Queue a checkpoint report (moved: *c is zeroed) / a progress step for
+ * craterd; the oldest report goes when AGENT_CKQ_MAX are unsent. */
+void ckenv_report(crater_agent_t *a, atask_t *t, crater_proto_ckpt_t *c);
+void ckenv_progress(crater_agent_t *a, atask_t *t, uint64_t step);
+
+/* notice.c: the thread serving the task sockets. notice_create before
+ * the threads start (-1 when out of descriptors), notice_destroy after
+ * they stopped (NULL ok). notice_kick (any thread, async-safe): look at
+ * the task table again (a task started, stopped or went). */
+int notice_create(crater_agent_t *a);
+void notice_destroy(crater_agent_t *a);
+void *notice_main(void *arg);
+void notice_kick(crater_agent_t *a);
+/* Record why t is stopped and wake the thread (caller holds a->mu): the
+ * task's long poll answers at once. Call before task_stop(). */
+void task_notice(crater_agent_t *a, atask_t *t, crater_proto_notice_t why);
 
 /* slice.c (callers hold a->mu) */
 const char *agent_gpuslice_lib(void);

@@ -70,9 +70,36 @@ static void wait_ms(crater_agent_t *a, pthread_cond_t *c, uint64_t ms)
 /* The request body of every pending event (caller holds a->mu), NULL
  * when there are none; *sent says which events it carries (their job ids
  * copied: a task may go once a->mu is released). */
+/* t's checkpoint and progress reports, in the order they came, before
+ * its exit (craterd records the last checkpoint of an attempt before it
+ * requeues the job). The events borrow t's strings. */
+static size_t report_events(const atask_t *t, crater_proto_event_t *ev)
+{
+    size_t n = 0;
+    crater_proto_event_t e = {.job = t->job,
+                              .attempt = t->attempt,
+                              .replica = t->replica,
+                              .time_ms = agent_now_ms()};
+
+    if (!t->start_sent)
+        return 0; /* craterd learns of the task first */
+    for (unsigned k = 0; k < t->nckq; k++) {
+        ev[n] = e;
+        ev[n].event = CRATER_PROTO_CHECKPOINT;
+        ev[n++].ckpt = t->ckq[k];
+    }
+    if (t->progress_pending) {
+        ev[n] = e;
+        ev[n].event = CRATER_PROTO_PROGRESS;
+        ev[n++].ckpt.step = t->progress_step;
+    }
+    return n;
+}
+
 static json_t *pending_events(crater_agent_t *a, crater_proto_events_t *sent)
 {
-    crater_proto_event_t *ev = calloc(2 * a->ntasks + 1, sizeof(*ev));
+    crater_proto_event_t *ev =
+        calloc((3 + AGENT_CKQ_MAX) * a->ntasks + 1, sizeof(*ev));
     crater_proto_events_t evs = {.events = ev};
     json_t *body = NULL;
 
@@ -81,22 +108,39 @@ static json_t *pending_events(crater_agent_t *a, crater_proto_events_t *sent)
         atask_t *t = a->tasks[i];
         if (!t->start_sent && t->pid > 0)
             ev[evs.nevents++] = task_event(t, false);
+        evs.nevents += report_events(t, ev + evs.nevents);
         if (t->state == AT_EXITED && !t->exit_sent)
             ev[evs.nevents++] = task_event(t, true);
     }
     if (evs.nevents > 0)
         body = crater_proto_events_encode(&evs);
     for (size_t i = 0; body && i < evs.nevents; i++) {
+        /* what mark_sent() needs: which task, which event, which step */
         ev[i] = (crater_proto_event_t){.job = strdup(ev[i].job),
                                        .attempt = ev[i].attempt,
                                        .replica = ev[i].replica,
-                                       .event = ev[i].event};
+                                       .event = ev[i].event,
+                                       .ckpt.step = ev[i].ckpt.step};
     }
     if (body)
         *sent = evs;
     else
         free(ev);
     return body;
+}
+
+/* The first queued report of step was acknowledged: drop it. */
+static void ckq_sent(atask_t *t, uint64_t step)
+{
+    for (unsigned k = 0; k < t->nckq; k++)
+        if (t->ckq[k].step == step) {
+            crater_proto_ckpt_clear(&t->ckq[k]);
+            memmove(&t->ckq[k],
+                    &t->ckq[k + 1],
+                    (t->nckq - k - 1) * sizeof(t->ckq[0]));
+            t->nckq--;
+            return;
+        }
 }
 
 static void mark_sent(crater_agent_t *a, const crater_proto_events_t *evs)
@@ -109,8 +153,12 @@ static void mark_sent(crater_agent_t *a, const crater_proto_events_t *evs)
             continue;
         if (e->event == CRATER_PROTO_STARTED)
             t->start_sent = true;
-        else
+        else if (e->event == CRATER_PROTO_EXITED)
             t->exit_sent = true;
+        else if (e->event == CRATER_PROTO_PROGRESS)
+            t->progress_pending &= t->progress_step != e->ckpt.step;
+        else
+            ckq_sent(t, e->ckpt.step);
     }
 }
 

@@ -527,7 +527,8 @@ static int prepare(crater_agent_t *a,
     s->dir = task->working_dir;
     if (!s->dir && !(s->dir = make_workdir(a, t, err)))
         goto out;
-    if (agent_slice_setup(a, t, task, err) < 0)
+    if (agent_slice_setup(a, t, task, err) < 0
+        || ckenv_setup(a, t, task, err) < 0)
         goto out;
     s->envp = task_env(task, s->dir);
     s->out = t->log_path[0];
@@ -791,6 +792,7 @@ void task_free(crater_agent_t *a, atask_t *t)
     free(t->workdir);
     free(t->error);
     agent_slice_cleanup(t);
+    ckenv_cleanup(t);
     free(t);
 }
 

@@ -81,6 +81,7 @@ void timelimit_check(crater_agent_t *a, atask_t *t)
                t->attempt,
                (unsigned long long)t->time_limit_ms);
     hit(a, t);
+    task_notice(a, t, CRATER_NOTICE_TIME_LIMIT);
     task_stop(a, t, t->grace_ms);
 }
 

@@ -64,6 +64,7 @@ static const char *const io_names[] = {"default",
 static const char *const numa_names[] = {"preferred", "strict", "none"};
 static const char *const locality_names[] = {"none", "preferred", "required"};
 static const char *const policy_names[] = {"soft", "hard"};
+static const char *const restart_names[] = {"Never", "OnFailure"};
 static const char *const nvlink_names[] = {"any", "preferred", "required"};
 static const char *const isolation_names[] = {"slice", "mps", "mig", "none"};
 static const char *const iface_names[] =
@@ -1006,6 +1007,22 @@ static int f_deadline_policy(crater_dec_t *d, json_t *v, void *obj)
     return 0;
 }
 
+static int f_restart_policy(crater_dec_t *d, json_t *v, void *obj)
+{
+    DEC_ENUM(d, v, restart_names, SPEC(obj)->restart_policy);
+    return 0;
+}
+
+static int f_backoff_limit(crater_dec_t *d, json_t *v, void *obj)
+{
+    SPEC(obj)->backoff_limit_set = true;
+    return crater_dec_u32(d,
+                          v,
+                          0,
+                          CRATER_BACKOFF_LIMIT_MAX,
+                          &SPEC(obj)->backoff_limit);
+}
+
 static int f_cost_cap(crater_dec_t *d, json_t *v, void *obj)
 {
     return crater_dec_double(d, v, 0, COST_MAX, &SPEC(obj)->cost_cap);
@@ -1097,6 +1114,8 @@ static const crater_dec_field_t job_fields[] = {
     {"preemptible", f_preemptible, 0},
     {"gracePeriod", f_grace, 0},
     {"timeLimit", f_time_limit, 0},
+    {"restartPolicy", f_restart_policy, 0},
+    {"backoffLimit", f_backoff_limit, 0},
     {"resources", f_resources, 0},
     {"cpuLimitMultiplier", f_multiplier, 0},
     {"cpuBurst", f_burst, 0},
@@ -1142,6 +1161,8 @@ static void finish(struct ctx *c)
         s->workload_type = inf->enabled
                                ? CRATER_WORKLOAD_INFERENCE
                                : crater_workload_infer(s->command, s->image);
+    if (!s->backoff_limit_set)
+        s->backoff_limit = CRATER_BACKOFF_LIMIT_DEFAULT;
     if (!c->gang_set)
         s->gang =
             s->replicas > 1 && s->workload_type == CRATER_WORKLOAD_TRAINING;
@@ -1374,6 +1395,10 @@ static int enc_lifecycle(json_t *o, const crater_jobspec_t *s)
     if (s->deadline_ms)
         rc |= put(o, "deadline", format_rfc3339(s->deadline_ms));
     rc |= put(o, "deadlinePolicy", ENAME(policy_names, s->deadline_policy));
+    if (s->restart_policy != CRATER_RESTART_NEVER) { /* Never: as before */
+        rc |= put(o, "restartPolicy", ENAME(restart_names, s->restart_policy));
+        rc |= put(o, "backoffLimit", json_integer(s->backoff_limit));
+    }
     rc |= put(o, "costCap", json_real(s->cost_cap));
     rc |= put_str(o, "profile", s->profile);
     rc |= put(o, "replicas", json_integer(s->replicas));

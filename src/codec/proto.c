@@ -49,7 +49,10 @@ static const char *const op_names[] = {
 static const char *const event_names[] = {
     [CRATER_PROTO_STARTED] = "started",
     [CRATER_PROTO_EXITED] = "exited",
+    [CRATER_PROTO_CHECKPOINT] = "checkpoint",
+    [CRATER_PROTO_PROGRESS] = "progress",
 };
+#define NEVENT (sizeof(event_names) / sizeof(event_names[0]))
 static const char *const held_names[] = {"exited", "running"};
 static const char *const stream_names[] = {"stdout", "stderr"};
 
@@ -578,6 +581,14 @@ static int f_task_time_limit(crater_dec_t *d, json_t *v, void *obj)
     return dec_u64(d, v, &TASK(obj)->time_limit_ms);
 }
 
+static int f_task_ckpt_dir(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d,
+                          v,
+                          CRATER_PROTO_MAX_STR,
+                          &TASK(obj)->checkpoint_dir);
+}
+
 static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_logs(d, v, &TASK(obj)->has_logs, TASK(obj)->logs);
@@ -596,6 +607,7 @@ static const crater_dec_field_t task_fields[] = {
     {"limits", f_task_limits, CRATER_FIELD_REQUIRED},
     {"gracePeriod_ms", f_task_grace, CRATER_FIELD_REQUIRED},
     {"timeLimit_ms", f_task_time_limit, 0},
+    {"checkpointDir", f_task_ckpt_dir, 0},
     {"logs", f_task_logs, 0},
     {NULL, NULL, 0},
 };
@@ -638,6 +650,7 @@ void crater_proto_task_clear(crater_proto_task_t *t)
     }
     free(t->env);
     free(t->working_dir);
+    free(t->checkpoint_dir);
     placement_clear(&t->placement);
     memset(t, 0, sizeof(*t));
 }
@@ -693,6 +706,14 @@ json_t *crater_proto_task_encode(const crater_proto_task_t *t)
     }
     if (o && t->has_logs
         && json_object_set_new(o, "logs", logs_encode(t->logs)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && t->checkpoint_dir
+        && json_object_set_new(o,
+                               "checkpointDir",
+                               json_string(t->checkpoint_dir))
+               < 0) {
         json_decref(o);
         return NULL;
     }
@@ -786,6 +807,11 @@ static int f_stop_reason(crater_dec_t *d, json_t *v, void *obj)
     return crater_dec_str(d, v, 1024, &ITEM(obj)->stop.reason);
 }
 
+static int f_stop_notice(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_proto_notice_decode(d, v, &ITEM(obj)->stop.notice);
+}
+
 static const crater_dec_field_t start_fields[] = {
     {"seq", f_item_seq, CRATER_FIELD_REQUIRED},
     {"op", f_peeked, CRATER_FIELD_REQUIRED},
@@ -801,6 +827,7 @@ static const crater_dec_field_t stop_fields[] = {
     {"replica", f_stop_replica, 0},
     {"gracePeriod_ms", f_stop_grace, CRATER_FIELD_REQUIRED},
     {"reason", f_stop_reason, 0},
+    {"notice", f_stop_notice, 0},
     {NULL, NULL, 0},
 };
 
@@ -842,6 +869,21 @@ void crater_proto_item_clear(crater_proto_item_t *it)
     memset(it, 0, sizeof(*it));
 }
 
+/* A stop order with its replica and, when there is one, its notice. */
+static json_t *with_notice(json_t *o, uint32_t r, crater_proto_notice_t n)
+{
+    o = with_replica(o, r);
+    if (o && n != CRATER_NOTICE_NONE
+        && json_object_set_new(o,
+                               "notice",
+                               json_string(crater_proto_notice_name(n)))
+               < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *crater_proto_item_encode(const crater_proto_item_t *it)
 {
     const crater_proto_stop_t *s = &it->stop;
@@ -856,20 +898,21 @@ json_t *crater_proto_item_encode(const crater_proto_item_t *it)
                          "task",
                          crater_proto_task_encode(&it->task));
     case CRATER_PROTO_STOP:
-        return with_replica(json_pack("{s:I, s:s, s:s, s:I, s:I, s:s*}",
-                                      "seq",
-                                      (json_int_t)it->seq,
-                                      "op",
-                                      "stop",
-                                      "job",
-                                      s->job ? s->job : "",
-                                      "attempt",
-                                      (json_int_t)s->attempt,
-                                      "gracePeriod_ms",
-                                      (json_int_t)s->grace_period_ms,
-                                      "reason",
-                                      s->reason),
-                            s->replica);
+        return with_notice(json_pack("{s:I, s:s, s:s, s:I, s:I, s:s*}",
+                                     "seq",
+                                     (json_int_t)it->seq,
+                                     "op",
+                                     "stop",
+                                     "job",
+                                     s->job ? s->job : "",
+                                     "attempt",
+                                     (json_int_t)s->attempt,
+                                     "gracePeriod_ms",
+                                     (json_int_t)s->grace_period_ms,
+                                     "reason",
+                                     s->reason),
+                           s->replica,
+                           s->notice);
     case CRATER_PROTO_RESYNC:
         break;
     }
@@ -1023,22 +1066,53 @@ static const crater_dec_field_t exited_fields[] = {
     {NULL, NULL, 0},
 };
 
+static int f_ev_ckpt(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_proto_ckpt_decode(d, v, &EV(obj)->ckpt);
+}
+
+static int f_ev_step(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_u64(d, v, &EV(obj)->ckpt.step);
+}
+
+static const crater_dec_field_t ckpt_fields[] = {
+    {"job", f_ev_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_ev_replica, 0},
+    {"event", f_peeked, CRATER_FIELD_REQUIRED},
+    {"time_ms", f_ev_time, 0},
+    {"checkpoint", f_ev_ckpt, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static const crater_dec_field_t progress_fields[] = {
+    {"job", f_ev_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_ev_replica, 0},
+    {"event", f_peeked, CRATER_FIELD_REQUIRED},
+    {"time_ms", f_ev_time, 0},
+    {"step", f_ev_step, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
 int crater_proto_event_decode(crater_dec_t *d,
                               json_t *v,
                               crater_proto_event_t *out)
 {
+    static const crater_dec_field_t *const tables[] = {
+        [CRATER_PROTO_STARTED] = started_fields,
+        [CRATER_PROTO_EXITED] = exited_fields,
+        [CRATER_PROTO_CHECKPOINT] = ckpt_fields,
+        [CRATER_PROTO_PROGRESS] = progress_fields,
+    };
     int ev = 0;
 
     memset(out, 0, sizeof(*out));
-    if (peek_enum(d, v, "event", event_names, 2, &ev) < 0)
+    if (peek_enum(d, v, "event", event_names, NEVENT, &ev) < 0)
         return -1;
     out->event = (crater_proto_event_kind_t)ev;
-    if (crater_dec_object(d,
-                          v,
-                          ev == CRATER_PROTO_STARTED ? started_fields
-                                                     : exited_fields,
-                          out)
-        == 0)
+    if (crater_dec_object(d, v, tables[ev], out) == 0)
         return 0;
     crater_proto_event_clear(out);
     return -1;
@@ -1050,7 +1124,28 @@ void crater_proto_event_clear(crater_proto_event_t *e)
         return;
     free(e->job);
     free(e->error);
+    crater_proto_ckpt_clear(&e->ckpt);
     memset(e, 0, sizeof(*e));
+}
+
+/* A checkpoint or progress event. */
+static json_t *report_encode(const crater_proto_event_t *e)
+{
+    bool ck = e->event == CRATER_PROTO_CHECKPOINT;
+
+    return with_replica(json_pack("{s:s, s:I, s:s, s:I, s:o}",
+                                  "job",
+                                  e->job ? e->job : "",
+                                  "attempt",
+                                  (json_int_t)e->attempt,
+                                  "event",
+                                  event_names[e->event],
+                                  "time_ms",
+                                  (json_int_t)e->time_ms,
+                                  ck ? "checkpoint" : "step",
+                                  ck ? crater_proto_ckpt_encode(&e->ckpt)
+                                     : json_integer((json_int_t)e->ckpt.step)),
+                        e->replica);
 }
 
 json_t *crater_proto_event_encode(const crater_proto_event_t *e)
@@ -1058,6 +1153,9 @@ json_t *crater_proto_event_encode(const crater_proto_event_t *e)
     const char *job = e->job ? e->job : "";
     json_t *o;
 
+    if (e->event == CRATER_PROTO_CHECKPOINT
+        || e->event == CRATER_PROTO_PROGRESS)
+        return report_encode(e);
     if (e->event == CRATER_PROTO_STARTED)
         return with_replica(json_pack("{s:s, s:I, s:s, s:i, s:I}",
                                       "job",

@@ -192,6 +192,11 @@ static const row_t rows[] = {
  0, 1, MIN_EXCL, NULL, NULL,
  "Measured PCIe bandwidth use of a root complex above which its GPUs "
  "take no new tasks."},
+{"scheduler.maxCheckpointGrace", T_DURATION,
+ F(scheduler.max_checkpoint_grace_ms), "10m", 0, 7 * DAY_MS, 0, NULL, NULL,
+ "A preempted job that has reported checkpoints gets at least its longest "
+ "measured checkpoint time (plus a quarter) between SIGTERM and SIGKILL, "
+ "up to this; its gracePeriod when that is longer (0: gracePeriod only)."},
 {"scheduler.preemptionMinRuntime", T_DURATION,
  F(scheduler.preemption_min_runtime_ms), "2m", 0, 7 * DAY_MS, 0, NULL, NULL,
  "A task that has run less than this is not preempted, so that short "

@@ -47,6 +47,7 @@ crater_jobspec_t *crater_jobspec_create(void)
     s->numa = CRATER_NUMA_PREFERRED;
     s->locality = CRATER_LOCALITY_NONE;
     s->deadline_policy = CRATER_DEADLINE_SOFT;
+    s->backoff_limit = CRATER_BACKOFF_LIMIT_DEFAULT;
     s->replicas = 1;
     s->inference.min_replicas = 1;
     s->inference.max_replicas = 1;
@@ -348,10 +349,51 @@ static int check_inference(const crater_jobspec_t *s, crater_error_t *err)
     return 0;
 }
 
+/* checkpoint.dir is the same path on every node and every attempt (the
+ * task finds its last checkpoint there after a requeue): absolute, so it
+ * does not depend on the working directory, without "." or ".."
+ * components, so the agent that creates it creates what it says. */
+static int check_ckpt_dir(const char *dir, crater_error_t *err)
+{
+    const char *p = dir;
+
+    if (!dir)
+        return 0;
+    if (dir[0] != '/')
+        return fail(err,
+                    CRATER_EINVAL,
+                    "checkpoint.dir",
+                    "'%.64s' is not an absolute path",
+                    dir);
+    while ((p = strchr(p, '/'))) {
+        size_t n = strcspn(++p, "/");
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return fail(err,
+                        CRATER_EINVAL,
+                        "checkpoint.dir",
+                        "'%.64s' has a '.' or '..' component",
+                        dir);
+    }
+    return 0;
+}
+
+static int check_restart(const crater_jobspec_t *s, crater_error_t *err)
+{
+    if (s->restart_policy == CRATER_RESTART_NEVER && s->backoff_limit_set)
+        return fail(err,
+                    CRATER_ECONFLICT,
+                    "backoffLimit",
+                    "needs restartPolicy: OnFailure (with Never the first "
+                    "failure fails the job)");
+    return 0;
+}
+
 static int check_checkpoint(const crater_checkpoint_t *c, crater_error_t *err)
 {
     char a[32], b[32];
 
+    if (check_ckpt_dir(c->dir, err) < 0)
+        return -1;
     if (!c->dir && c->interval_ms)
         return fail(err,
                     CRATER_ECONFLICT,
@@ -733,7 +775,7 @@ int crater_jobspec_validate(const crater_jobspec_t *spec,
         || check_gpu(&spec->resources.gpu, err) < 0
         || check_inference(spec, err) < 0
         || check_checkpoint(&spec->checkpoint, err) < 0
-        || check_misc(spec, err) < 0)
+        || check_restart(spec, err) < 0 || check_misc(spec, err) < 0)
         return -1;
     return kb ? check_kb(&spec->resources.gpu, kb, err) : 0;
 }

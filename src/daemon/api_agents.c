@@ -263,6 +263,18 @@ static djob_t *placed_job(crater_daemon_t *d,
     return j;
 }
 
+/* The job whose previous attempt ran ev's task on n: a checkpoint the
+ * task reported as it was stopped may come after the requeue. */
+static djob_t *requeued_job(crater_daemon_t *d,
+                            dnode_t *n,
+                            const crater_proto_event_t *ev)
+{
+    djob_t *j = ev->job ? job_find(d, strtoull(ev->job, NULL, 10)) : NULL;
+
+    return j && j->prev_attempt == ev->attempt && j->prev_node == n->sid ? j
+                                                                         : NULL;
+}
+
 static void order_stop(crater_daemon_t *d,
                        dnode_t *n,
                        const char *id,
@@ -399,6 +411,27 @@ out:
 /* ---- events ---------------------------------------------------------------
  */
 
+/* A preempted attempt is not a failure: the next attempt resumes from
+ * the job's checkpoint directory (the latest report is named). */
+static void requeue_preempted(crater_daemon_t *d, djob_t *j)
+{
+    json_t *last = json_array_get(j->ckpts, json_array_size(j->ckpts) - 1);
+    char reason[256];
+    int n = snprintf(reason,
+                     sizeof(reason),
+                     "requeued after preemption (%s); attempt %u",
+                     crater_proto_notice_name(j->stop_notice),
+                     j->attempts + 1);
+
+    if (last && n > 0 && (size_t)n < sizeof(reason))
+        snprintf(reason + n,
+                 sizeof(reason) - (size_t)n,
+                 " resumes from checkpoint step %" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(last, "step")));
+    j->stop_notice = CRATER_NOTICE_NONE;
+    job_apply(d, j, JE_REQUEUE, reason); /* counts the attempt */
+}
+
 static void job_exited_at(crater_daemon_t *d,
                           djob_t *j,
                           const crater_proto_event_t *ev,
@@ -417,7 +450,7 @@ static void job_exited_at(crater_daemon_t *d,
         if (j->cancel_requested)
             job_apply_at(d, j, JE_EXIT_CANCELLED, "cancelled", at);
         else
-            job_apply(d, j, JE_REQUEUE, "requeued after preemption");
+            requeue_preempted(d, j);
         return;
     }
     if (j->cancel_requested) {
@@ -440,13 +473,10 @@ static void job_exited_at(crater_daemon_t *d,
         snprintf(reason, sizeof(reason), "exit code %d", ev->exit_code);
     /* a reason from the agent (time limit, watchdog, could not start)
      * fails the job even when the task caught SIGTERM and exited 0 */
-    job_apply_at(d,
-                 j,
-                 ev->exit_code == 0 && !ev->signal && !ev->oom && !(why && *why)
-                     ? JE_EXIT_OK
-                     : JE_EXIT_FAIL,
-                 reason,
-                 at);
+    if (ev->exit_code == 0 && !ev->signal && !ev->oom && !(why && *why))
+        job_apply_at(d, j, JE_EXIT_OK, reason, at);
+    else if (!job_retry_failure(d, j, reason))
+        job_apply_at(d, j, JE_EXIT_FAIL, reason, at);
 }
 
 static void job_exited(crater_daemon_t *d,
@@ -543,7 +573,12 @@ static void apply_event(crater_daemon_t *d,
 
     if (at > dnow_ms() + 60000)
         at = 0; /* a clock far off: craterd's time */
-    if (!j) {   /* not ours (any more): make sure it does not keep running */
+    if (!j && ev->event == CRATER_PROTO_CHECKPOINT
+        && (j = requeued_job(d, n, ev))) { /* saved as it was stopped */
+        job_checkpoint(d, j, ev, at);
+        return;
+    }
+    if (!j) { /* not ours (any more): make sure it does not keep running */
         if (ev->event == CRATER_PROTO_STARTED)
             order_stop(d,
                        n,
@@ -554,6 +589,14 @@ static void apply_event(crater_daemon_t *d,
         return;
     }
     at = not_before_last(j, at);
+    if (ev->event == CRATER_PROTO_CHECKPOINT) {
+        job_checkpoint(d, j, ev, at);
+        return;
+    }
+    if (ev->event == CRATER_PROTO_PROGRESS) {
+        job_progress(j, ev, at);
+        return;
+    }
     if (j->nrep) {
         gang_event(d, j, ev, at);
         return;

@@ -762,6 +762,14 @@ static json_t *view_full(crater_daemon_t *d, djob_t *j)
     return job_to_json(d, j, true);
 }
 
+/* GET /api/v1/jobs/{id}/checkpoints: visible as the job is. */
+static void h_checkpoints(crater_http_req_t *r,
+                          crater_http_resp_t *resp,
+                          void *arg)
+{
+    read_job(r, resp, arg, job_ckpts_json);
+}
+
 static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     read_job(r, resp, arg, view_full);
@@ -1271,6 +1279,7 @@ int api_jobs_routes(crater_daemon_t *d, crater_error_t *err)
         {"GET", "/api/v1/jobs/{id}/events", h_events},
         {"GET", "/api/v1/jobs/{id}/metrics", h_jmetrics},
         {"GET", "/api/v1/jobs/{id}/logs", h_logs},
+        {"GET", "/api/v1/jobs/{id}/checkpoints", h_checkpoints},
         {"POST", "/api/v1/schedule", h_schedule},
     };
 

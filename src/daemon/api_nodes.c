@@ -128,8 +128,17 @@ static void h_node(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 /* Stop a job so that it is requeued when its agent reports it gone. */
 static void evict(crater_daemon_t *d, djob_t *j, const char *reason)
 {
-    /* a job on a silent node is not waited for; the others stop first */
-    job_apply(d, j, j->state == JS_LOST ? JE_REQUEUE : JE_PREEMPT, reason);
+    crater_proto_notice_t was = j->stop_notice;
+
+    /* a job on a silent node is not waited for; the others stop first,
+     * told it is a drain (the notice rides on the stop order) */
+    if (j->state == JS_LOST) {
+        job_apply(d, j, JE_REQUEUE, reason);
+        return;
+    }
+    j->stop_notice = CRATER_NOTICE_DRAIN;
+    if (job_apply(d, j, JE_PREEMPT, reason) < 0)
+        j->stop_notice = was;
 }
 
 static void drain(crater_daemon_t *d, dnode_t *n, const char *why)
@@ -517,7 +526,9 @@ static json_t *force_release(crater_daemon_t *d,
         }
         if (!on)
             continue;
+        j->stop_notice = CRATER_NOTICE_DRAIN; /* the task may checkpoint */
         node_send_stop(d, j, reason);
+        j->stop_notice = CRATER_NOTICE_NONE;
         job_apply(d, j, JE_REQUEUE, reason);
         json_array_append_new(released, json_sprintf("%" PRIu64, j->id));
     }

@@ -8,8 +8,9 @@
  * refuses an agent that speaks another. 2: task events, adoption, logs per
  * attempt. 3: the tenant's task uid/gid in the task order. 4: a replica index
  * in task orders, stops, events, held tasks and usage (multi-replica
- * jobs). */
-#define CRATER_AGENT_PROTOCOL 4
+ * jobs). 5: checkpoints (issue 14): "checkpointDir" in task orders, a
+ * preemption "notice" in stops, "checkpoint" and "progress" events. */
+#define CRATER_AGENT_PROTOCOL 5
 
 /* Static string, never freed. */
 const char *crater_version(void);

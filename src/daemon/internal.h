@@ -32,6 +32,7 @@
 #include "crater/metrics.h"
 #include "crater/pass.h"
 #include "crater/profile.h"
+#include "crater/proto.h"
 #include "crater/queue.h"
 #include "crater/reserve.h"
 #include "crater/sched.h"
@@ -111,6 +112,18 @@ typedef struct djob {
     uint32_t nrep;
     djob_rep_t *rep;
     uint32_t master_port; /* the gang's MASTER_PORT while placed */
+    /* Checkpoints (ckpts.c): the reports of its tasks, oldest first, at
+     * most JOB_MAX_CKPTS ({attempt, replica, step, path, digest, bytes,
+     * seconds, time_ms}; stored); the longest measured save; the last
+     * progress report (not stored). */
+    json_t *ckpts;
+    double ckpt_max_s;
+    uint64_t progress_step;
+    int64_t progress_ms;
+    /* the notice its next stop order carries (why it is stopped); NONE
+     * for a cancellation */
+    crater_proto_notice_t stop_notice;
+    uint32_t failures; /* failed attempts (restartPolicy; stored) */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -450,6 +463,29 @@ void node_order_stop(crater_daemon_t *d,
                      uint32_t replica,
                      uint64_t grace_ms,
                      const char *reason);
+
+/* ---- ckpts.c (under d->mu) ----------------------------------------------- */
+
+/* Record a checkpoint event of j (stored with the job; the core learns
+ * the task's checkpoint time) / a progress event (kept in memory). */
+void job_checkpoint(crater_daemon_t *d,
+                    djob_t *j,
+                    const crater_proto_event_t *ev,
+                    int64_t at);
+void job_progress(djob_t *j, const crater_proto_event_t *ev, int64_t at);
+/* The grace period of j's next stop order: gracePeriod, or for a
+ * preemption (j->stop_notice) of a job that reported checkpoints its
+ * longest save + 25%, capped by scheduler.maxCheckpointGrace. */
+uint64_t job_stop_grace_ms(const crater_daemon_t *d, const djob_t *j);
+/* GET /api/v1/jobs/{id}/checkpoints: a new reference. */
+json_t *job_ckpts_json(crater_daemon_t *d, djob_t *j);
+/* Take the stored "checkpoints" array (borrowed; NULL ok). */
+void job_ckpts_load(djob_t *j, json_t *v);
+/* j's attempt failed (why: exit code, signal ...): counted; under
+ * restartPolicy OnFailure j is requeued as its next attempt, or failed
+ * once backoffLimit is spent, and true is returned; false: the caller
+ * fails j as before (restartPolicy Never). */
+bool job_retry_failure(crater_daemon_t *d, djob_t *j, const char *why);
 
 /* ---- backfill.c (under d->mu) -------------------------------------------- */
 /* The placed tasks' expected ends, for the head's reservation (the

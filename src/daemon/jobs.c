@@ -70,6 +70,7 @@ void job_free(djob_t *j)
     json_decref(j->spec_json);
     json_decref(j->history);
     json_decref(j->samples);
+    json_decref(j->ckpts);
     free(j->rep);
     free(j);
 }
@@ -315,6 +316,25 @@ static json_t *resources_json(const crater_jobspec_t *spec)
                      (json_int_t)r->memory_bytes);
 }
 
+/* The latest checkpoint, the last progress report, failed attempts. */
+static void job_ckpt_view(const djob_t *j, json_t *o)
+{
+    size_t n = json_array_size(j->ckpts);
+
+    if (n)
+        json_object_set(o, "checkpoint", json_array_get(j->ckpts, n - 1));
+    if (j->progress_ms)
+        json_object_set_new(o,
+                            "progress",
+                            json_pack("{s:I, s:I}",
+                                      "step",
+                                      (json_int_t)j->progress_step,
+                                      "time_ms",
+                                      (json_int_t)j->progress_ms));
+    if (j->failures)
+        json_object_set_new(o, "failures", json_integer(j->failures));
+}
+
 json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:o, s:o, s:i, "
@@ -378,6 +398,7 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
         json_object_set_new(o, "reason", json_string(j->last_reason));
     else if (job_state_final(j->state)) /* why it ended (time limit ...) */
         json_object_set(o, "reason", final_reason(j));
+    job_ckpt_view(j, o);
     if (full) {
         json_object_set(o, "spec", j->spec_json);
         json_object_set(o, "history", j->history);
@@ -432,6 +453,10 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
         json_object_set_new(o, "last_placement", placement_store(d, &j->pl));
     if (o && j->nrep && j->ever_placed)
         json_object_set_new(o, "replicas", gang_store(d, j));
+    if (o && j->ckpts)
+        json_object_set(o, "checkpoints", j->ckpts);
+    if (o && j->failures)
+        json_object_set_new(o, "failures", json_integer(j->failures));
     return o;
 }
 
@@ -577,6 +602,8 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
         json_object_get(json_object_get(v, "array"), "index"));
     json_decref(j->history);
     j->history = json_incref(hist);
+    job_ckpts_load(j, json_object_get(v, "checkpoints"));
+    j->failures = (uint32_t)json_integer_value(json_object_get(v, "failures"));
     if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0)
         goto fail;
     if (pl && placement_load(d, pl, &j->pl) == 0)

@@ -254,9 +254,18 @@ static uint32_t stop_victims(crater_daemon_t *d,
     for (uint32_t i = 0; i < plan->nvictims; i++) {
         /* a gang's tasks carry their replica: one stop per job */
         djob_t *v = job_find(d, task_job_id(plan->victims[i]));
-        /* refused when stopping already (for this job or another) */
-        if (!v || job_apply(d, v, JE_PREEMPT, reason) < 0)
+        crater_proto_notice_t was;
+
+        if (!v)
             continue;
+        /* the notice rides on the stop order the transition sends;
+         * refused when stopping already (for this job or another) */
+        was = v->stop_notice;
+        v->stop_notice = CRATER_NOTICE_PRIORITY;
+        if (job_apply(d, v, JE_PREEMPT, reason) < 0) {
+            v->stop_notice = was;
+            continue;
+        }
         json_array_append_new(victims, json_integer((json_int_t)v->id));
         v->preempted_by = j->id;
         j->waiting_for++;

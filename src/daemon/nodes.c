@@ -557,6 +557,18 @@ static int order_env(crater_daemon_t *d,
     rc |= crater_proto_task_setenv(t, "CRATER_JOB_ID", num);
     snprintf(num, sizeof(num), "%" PRIu32, j->attempts);
     rc |= crater_proto_task_setenv(t, "CRATER_ATTEMPT", num);
+    if (j->spec->checkpoint.interval_ms) { /* the SDK's default schedule */
+        snprintf(num, sizeof(num), "%" PRIu64, j->spec->checkpoint.interval_ms);
+        rc |= crater_proto_task_setenv(t, "CRATER_CHECKPOINT_INTERVAL_MS", num);
+    }
+    if (j->spec->checkpoint.incremental_interval_ms) {
+        snprintf(num,
+                 sizeof(num),
+                 "%" PRIu64,
+                 j->spec->checkpoint.incremental_interval_ms);
+        rc |=
+            crater_proto_task_setenv(t, "CRATER_INCREMENTAL_INTERVAL_MS", num);
+    }
     if (j->nrep)
         rc |= gang_env(d, j, r, t);
     return rc ? -1 : 0;
@@ -619,6 +631,10 @@ int task_order(crater_daemon_t *d,
     };
     t->grace_period_ms = s->grace_period_ms;
     t->time_limit_ms = s->time_limit_ms;
+    if (s->checkpoint.dir && !(t->checkpoint_dir = strdup(s->checkpoint.dir))) {
+        crater_proto_task_clear(t);
+        return -1;
+    }
     if (tenant_uid(d, j->tenant, &t->uid, &err) < 0) {
         crater_log(LOG_ERR, "job %s: %s", id, err.text);
         crater_proto_task_clear(t);
@@ -646,6 +662,16 @@ void node_send_start(crater_daemon_t *d, djob_t *j, const dnode_t *only)
     }
 }
 
+/* Push a stop order (borrows s). */
+static void order_stop(crater_daemon_t *d,
+                       dnode_t *n,
+                       const crater_proto_stop_t *s)
+{
+    crater_proto_item_t it = {.op = CRATER_PROTO_STOP, .stop = *s};
+
+    node_push_work(d, n, crater_proto_item_encode(&it)); /* borrows it */
+}
+
 void node_send_stop_replica(crater_daemon_t *d,
                             djob_t *j,
                             uint32_t r,
@@ -659,7 +685,15 @@ void node_send_stop_replica(crater_daemon_t *d,
     if (j->nrep)
         j->rep[r].stopping = true;
     snprintf(id, sizeof(id), "%" PRIu64, j->id);
-    node_order_stop(d, n, id, j->attempts, r, j->spec->grace_period_ms, reason);
+    order_stop(d,
+               n,
+               &(crater_proto_stop_t){.job = id,
+                                      .attempt = j->attempts,
+                                      .replica = r,
+                                      .grace_period_ms =
+                                          job_stop_grace_ms(d, j),
+                                      .reason = (char *)(reason ? reason : ""),
+                                      .notice = j->stop_notice});
 }
 
 void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
@@ -673,6 +707,7 @@ static void watermark_stop(crater_daemon_t *d, dnode_t *n, djob_t *j)
 {
     char reason[256];
 
+    j->stop_notice = CRATER_NOTICE_MEMORY;
     snprintf(reason,
              sizeof(reason),
              "requeued: GPU memory measured on %s went past "

@@ -1645,6 +1645,49 @@ static const char *time_limit_text(const json_t *spec, char *buf, size_t n)
     return crater_format_quantity(ns, CRATER_DIM_DURATION, buf, n);
 }
 
+/* "step 40 of attempt 1 (4194304 bytes in 0.25 s): /ck/step-40" */
+static void checkpoint_field(FILE *fp, const json_t *job, int64_t now_ms)
+{
+    const json_t *c = json_object_get(job, "checkpoint");
+    const json_t *p = json_object_get(job, "progress");
+    const json_t *spec = json_object_get(job, "spec");
+    char buf[4400];
+
+    if (c) {
+        snprintf(buf,
+                 sizeof(buf),
+                 "step %" JSON_INTEGER_FORMAT " of attempt "
+                 "%" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT " bytes in "
+                 "%.2f "
+                 "s)%s%s",
+                 json_integer_value(json_object_get(c, "step")),
+                 json_integer_value(json_object_get(c, "attempt")),
+                 json_integer_value(json_object_get(c, "bytes")),
+                 json_number_value(json_object_get(c, "seconds")),
+                 str_of(c, "path") ? ": " : "",
+                 str_of(c, "path") ? str_of(c, "path") : "");
+        field(fp, "Checkpoint:", buf);
+        time_field(fp, "Saved:", json_object_get(c, "time_ms"), now_ms);
+    }
+    if (p) {
+        snprintf(buf,
+                 sizeof(buf),
+                 "step %" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(p, "step")));
+        field(fp, "Progress:", buf);
+    }
+    if (json_is_string(json_object_get(spec, "restartPolicy"))) {
+        snprintf(buf,
+                 sizeof(buf),
+                 "%s, %" JSON_INTEGER_FORMAT " failed attempt(s), backoffLimit "
+                 "%" JSON_INTEGER_FORMAT,
+                 json_string_value(json_object_get(spec, "restartPolicy")),
+                 json_integer_value(json_object_get(job, "failures")),
+                 json_integer_value(json_object_get(spec, "backoffLimit")));
+        field(fp, "Restart:", buf);
+    }
+}
+
 int cli_print_job_describe(FILE *fp,
                            const json_t *job,
                            const json_t *explain,
@@ -1673,6 +1716,7 @@ int cli_print_job_describe(FILE *fp,
     resources_field(fp, spec);
     if (json_is_string(json_object_get(spec, "timeLimit")))
         field(fp, "Time limit:", time_limit_text(spec, buf, sizeof(buf)));
+    checkpoint_field(fp, job, now_ms);
     rc = placement_block(fp, json_object_get(job, "placement"));
     if (rc == 0)
         rc = replicas_block(fp, json_object_get(job, "replicas"));

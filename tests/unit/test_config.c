@@ -527,7 +527,7 @@ START_TEST(encode_defaults_has_every_key)
     ea = crater_config_encode(&a);
     ck_assert_uint_eq(json_object_size(ea), 8);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 19);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 20);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 15);
     ck_assert_str_eq(json_string_value(

@@ -1693,6 +1693,50 @@ START_TEST(test_round_trip_edges)
 }
 END_TEST
 
+/* Issue 14: restartPolicy and backoffLimit (defaults, round trip, the
+ * Never + backoffLimit conflict, range) and checkpoint.dir's form. */
+START_TEST(test_restart_policy)
+{
+    crater_jobspec_t *s = decode_ok("restartPolicy: OnFailure\n");
+    crater_error_t err;
+
+    ck_assert_int_eq(s->restart_policy, CRATER_RESTART_ON_FAILURE);
+    ck_assert_uint_eq(s->backoff_limit, CRATER_BACKOFF_LIMIT_DEFAULT);
+    ck_assert_int_eq(crater_jobspec_validate(s, NULL, &err), 0);
+    crater_jobspec_destroy(s);
+    s = decode_ok("command: [x]\n");
+    ck_assert_int_eq(s->restart_policy, CRATER_RESTART_NEVER);
+    crater_jobspec_destroy(s);
+    s = decode_ok("restartPolicy: OnFailure\nbackoffLimit: 0\n");
+    ck_assert_uint_eq(s->backoff_limit, 0);
+    crater_jobspec_destroy(s);
+    decode_fails("restartPolicy: Always\n",
+                 CRATER_EINVAL,
+                 "t.yaml:1:1: restartPolicy: 'Always' is not one of: Never, "
+                 "OnFailure");
+    decode_fails("restartPolicy: OnFailure\nbackoffLimit: 1001\n",
+                 CRATER_ERANGE,
+                 "t.yaml:2:1: backoffLimit: 1001 is out of range [0, 1000]");
+    validate_fails("backoffLimit: 3",
+                   NULL,
+                   CRATER_ECONFLICT,
+                   "backoffLimit",
+                   "backoffLimit: needs restartPolicy: OnFailure (with Never "
+                   "the first failure fails the job)");
+    validate_fails("checkpoint: {dir: ck/x}",
+                   NULL,
+                   CRATER_EINVAL,
+                   "checkpoint.dir",
+                   "checkpoint.dir: 'ck/x' is not an absolute path");
+    validate_fails("checkpoint: {dir: /a/../etc}",
+                   NULL,
+                   CRATER_EINVAL,
+                   "checkpoint.dir",
+                   "checkpoint.dir: '/a/../etc' has a '.' or '..' component");
+    validate_ok("checkpoint: {dir: /a/..b/.c}");
+}
+END_TEST
+
 static Suite *jobspec_suite(void)
 {
     Suite *s = suite_create("jobspec");
@@ -1734,6 +1778,7 @@ static Suite *jobspec_suite(void)
                         (int)(sizeof(examples) / sizeof(examples[0])));
     tcase_add_test(tc, test_example_values);
     tcase_add_test(tc, test_round_trip_edges);
+    tcase_add_test(tc, test_restart_policy);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -528,6 +528,118 @@ START_TEST(messages_malformed)
 }
 END_TEST
 
+/* Issue 14: checkpoint and progress events, the stop order's notice and
+ * the task order's checkpointDir survive a round trip; bad reports are
+ * refused with the field named. */
+START_TEST(checkpoint_messages)
+{
+    crater_proto_event_t ev[2] = {
+        {.job = "9",
+         .attempt = 2,
+         .event = CRATER_PROTO_CHECKPOINT,
+         .time_ms = 5,
+         .ckpt = {.step = 40,
+                  .path = "/ck/step-40",
+                  .digest = "ab12",
+                  .bytes = 4096,
+                  .seconds = 0.25}},
+        {.job = "9",
+         .attempt = 2,
+         .replica = 1,
+         .event = CRATER_PROTO_PROGRESS,
+         .ckpt = {.step = 41}},
+    };
+    crater_proto_events_t in = {.events = ev, .nevents = 2}, out;
+    crater_proto_item_t stop = {.op = CRATER_PROTO_STOP,
+                                .stop = {.job = "9",
+                                         .attempt = 2,
+                                         .grace_period_ms = 60000,
+                                         .notice = CRATER_NOTICE_DRAIN}},
+                        sout;
+    crater_proto_task_t task = {.job = "9",
+                                .attempt = 1,
+                                .argv = (char *[]){"true", NULL},
+                                .nargv = 1,
+                                .checkpoint_dir = "/data/ck/9"},
+                        tout;
+
+    round_trip(&in,
+               ENC(crater_proto_events_encode),
+               DEC(crater_proto_events_decode),
+               &out);
+    ck_assert_int_eq(out.events[0].event, CRATER_PROTO_CHECKPOINT);
+    ck_assert_uint_eq(out.events[0].ckpt.step, 40);
+    ck_assert_str_eq(out.events[0].ckpt.path, "/ck/step-40");
+    ck_assert_str_eq(out.events[0].ckpt.digest, "ab12");
+    ck_assert_uint_eq(out.events[0].ckpt.bytes, 4096);
+    ck_assert(out.events[0].ckpt.seconds == 0.25);
+    ck_assert_int_eq(out.events[1].event, CRATER_PROTO_PROGRESS);
+    ck_assert_uint_eq(out.events[1].ckpt.step, 41);
+    crater_proto_events_clear(&out);
+    round_trip(&stop,
+               ENC(crater_proto_item_encode),
+               DEC(crater_proto_item_decode),
+               &sout);
+    ck_assert_int_eq(sout.stop.notice, CRATER_NOTICE_DRAIN);
+    crater_proto_item_clear(&sout);
+    round_trip(&task,
+               ENC(crater_proto_task_encode),
+               DEC(crater_proto_task_decode),
+               &tout);
+    ck_assert_str_eq(tout.checkpoint_dir, "/data/ck/9");
+    crater_proto_task_clear(&tout);
+    ck_assert_str_eq(crater_proto_notice_name(CRATER_NOTICE_TIME_LIMIT),
+                     "time-limit");
+}
+END_TEST
+
+START_TEST(checkpoint_malformed)
+{
+    size_t ev = sizeof(crater_proto_events_t);
+    decode_f evd = DEC(crater_proto_events_decode);
+    clear_f evc = CLR(crater_proto_events_clear);
+#define CK_EV(body)                                                            \
+    "{\"events\":[{\"job\":\"1\",\"attempt\":1,\"event\":\"checkpoint\"," body \
+    "}]}"
+
+    refused(CK_EV("\"checkpoint\":{\"step\":-1}"),
+            evd,
+            evc,
+            ev,
+            "events[0].checkpoint.step");
+    refused(CK_EV("\"checkpoint\":{\"step\":1,\"digest\":\"x y\"}"),
+            evd,
+            evc,
+            ev,
+            "events[0].checkpoint.digest");
+    refused(CK_EV("\"checkpoint\":{\"step\":1,\"seconds\":-2}"),
+            evd,
+            evc,
+            ev,
+            "events[0].checkpoint.seconds");
+    refused(CK_EV("\"checkpoint\":{\"step\":1,\"size\":3}"),
+            evd,
+            evc,
+            ev,
+            "events[0].checkpoint.size");
+    refused(CK_EV("\"step\":1"), evd, evc, ev, "events[0].step");
+    refused(CK_EV("\"exit_code\":1"), evd, evc, ev, "events[0].exit_code");
+    refused("{\"events\":[{\"job\":\"1\",\"attempt\":1,\"event\":"
+            "\"progress\"}]}",
+            evd,
+            evc,
+            ev,
+            "events[0]");
+    refused("{\"seq\":1,\"items\":[{\"seq\":1,\"op\":\"stop\",\"job\":\"1\","
+            "\"attempt\":1,\"gracePeriod_ms\":0,\"notice\":\"bored\"}]}",
+            DEC(crater_proto_work_decode),
+            CLR(crater_proto_work_clear),
+            sizeof(crater_proto_work_t),
+            "items[0].notice");
+#undef CK_EV
+}
+END_TEST
+
 START_TEST(names_one_table)
 {
     ck_assert_str_eq(crater_io_profile_name(CRATER_IO_MODEL_LOADING),
@@ -550,6 +662,8 @@ static Suite *suite(void)
     tcase_add_test(tc, task_malformed);
     tcase_add_test(tc, messages_malformed);
     tcase_add_test(tc, names_one_table);
+    tcase_add_test(tc, checkpoint_messages);
+    tcase_add_test(tc, checkpoint_malformed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,228 @@
+/* ckenv.c - what a task gets for checkpointing (issue 14, doc/agent.md
+ * "Checkpoints"): its checkpoint directory, its agent socket, and the
+ * queue of reports the event thread sends to craterd.
+ *
+ * The checkpoint directory is the job's checkpoint.dir, the same path on
+ * every attempt so that a requeued job finds its last checkpoint. It is
+ * made with the task's own uid and gid: a forked child drops to the task
+ * user and runs mkdir -p (mode 0700) there, so the agent (root) never
+ * creates or chowns anything in a place the tenant named; what the task
+ * user may not make fails the start with the path and the reason.
+ *
+ * The socket: one per task, WORK/<instance>.<job>.<attempt>[.rN].sock/s,
+ * in a directory of its own that the agent makes in the work root (only
+ * root writes there), owned by the task's uid, mode 0700: no other
+ * tenant's task can reach it, to read a notice or to speak for the task
+ * (the server also checks the peer's uid, notice.c). It is bound and
+ * listening before the task starts. A path longer than a Unix socket
+ * address takes is a warning: the task then has SIGTERM only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/internal.h"
+#include "crater/log.h"
+
+/* mkdir -p path, mode 0700 for what it makes; errno on failure. Only
+ * async-signal-safe calls (it runs in a forked child). */
+static int mkdirs_700(const char *path)
+{
+    char buf[CRATER_PROTO_MAX_STR + 1];
+    size_t n = strlen(path);
+
+    if (n >= sizeof(buf))
+        return ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        buf[i] = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return errno;
+        buf[i] = path[i];
+    }
+    return access(path, W_OK | X_OK) < 0 ? errno : 0;
+}
+
+/* Make dir as the task's user: a child that drops to it first. */
+static int make_ckpt_dir(const atask_t *t, const char *dir, crater_error_t *err)
+{
+    int status = 0, e;
+    pid_t pid;
+
+    if (!t->switch_user)
+        e = mkdirs_700(dir);
+    else if ((pid = fork()) < 0)
+        e = errno;
+    else if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setgid(t->gid) < 0 || setuid(t->uid) < 0)
+            _exit(EPERM);
+        _exit(mkdirs_700(dir) & 0xff);
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        e = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+    }
+    if (e)
+        return crater_errorf_field(err,
+                                   CRATER_EIO,
+                                   "checkpoint.dir",
+                                   "checkpoint.dir %s: %s (as uid %u)",
+                                   dir,
+                                   strerror(e),
+                                   (unsigned)t->uid);
+    return 0;
+}
+
+/* The socket's directory, owned by the task's user, 0700. */
+static int make_sock_dir(atask_t *t, const char *dir)
+{
+    if ((mkdir(dir, 0700) < 0 && errno != EEXIST)
+        || (t->switch_user
+            && fchownat(AT_FDCWD, dir, t->uid, t->gid, AT_SYMLINK_NOFOLLOW)
+                   < 0))
+        return -1;
+    return (t->sock_dir = strdup(dir)) ? 0 : -1;
+}
+
+/* Bind and listen on dir/s; the socket file belongs to the task user. */
+static int listen_at(atask_t *t, const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    unlink(path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0
+        || (t->switch_user && lchown(path, t->uid, t->gid) < 0)
+        || chmod(path, 0600) < 0 || listen(fd, 8) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static void open_socket(crater_agent_t *a,
+                        atask_t *t,
+                        crater_proto_task_t *task)
+{
+    char dir[4096], path[4200], rb[16];
+    int fd;
+
+    snprintf(dir,
+             sizeof(dir),
+             "%s/%08x.%s.%u%s.sock",
+             a->work_root,
+             a->instance,
+             t->job,
+             t->attempt,
+             task_rtag(t->replica, rb));
+    snprintf(path, sizeof(path), "%s/s", dir);
+    if (make_sock_dir(t, dir) < 0 || (fd = listen_at(t, path)) < 0) {
+        crater_log(LOG_WARNING,
+                   "job %s: no agent socket (%s: %s); the task gets "
+                   "SIGTERM only",
+                   t->job,
+                   path,
+                   strerror(errno));
+        return;
+    }
+    t->notice_fd = fd;
+    t->notice_fd_held = true;
+    if (crater_proto_task_setenv(task, "CRATER_AGENT_SOCKET", path) < 0)
+        crater_log(LOG_WARNING, "job %s: out of memory", t->job);
+    notice_kick(a);
+}
+
+int ckenv_setup(crater_agent_t *a,
+                atask_t *t,
+                crater_proto_task_t *task,
+                crater_error_t *err)
+{
+    const char *dir = task->checkpoint_dir;
+
+    if (dir) {
+        if (dir[0] != '/')
+            return crater_errorf_field(err,
+                                       CRATER_EINVAL,
+                                       "checkpoint.dir",
+                                       "checkpoint.dir %s: not absolute",
+                                       dir);
+        if (make_ckpt_dir(t, dir, err) < 0)
+            return -1;
+        if (crater_proto_task_setenv(task, "CRATER_CHECKPOINT_DIR", dir) < 0)
+            return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    }
+    open_socket(a, t, task);
+    return 0;
+}
+
+void ckenv_cleanup(atask_t *t)
+{
+    char path[4200];
+
+    if (t->notice_fd_held)
+        close(t->notice_fd);
+    t->notice_fd_held = false;
+    if (t->sock_dir) {
+        snprintf(path, sizeof(path), "%s/s", t->sock_dir);
+        unlink(path);
+        rmdir(t->sock_dir);
+    }
+    free(t->sock_dir);
+    t->sock_dir = NULL;
+    for (unsigned i = 0; i < t->nckq; i++)
+        crater_proto_ckpt_clear(&t->ckq[i]);
+    t->nckq = 0;
+}
+
+void ckenv_report(crater_agent_t *a, atask_t *t, crater_proto_ckpt_t *c)
+{
+    if (t->nckq == AGENT_CKQ_MAX) { /* craterd is away: keep the newest */
+        crater_proto_ckpt_clear(&t->ckq[0]);
+        memmove(&t->ckq[0], &t->ckq[1], (AGENT_CKQ_MAX - 1) * sizeof(*c));
+        t->nckq--;
+    }
+    t->ckq[t->nckq++] = *c;
+    memset(c, 0, sizeof(*c));
+    report_kick(a);
+}
+
+void ckenv_progress(crater_agent_t *a, atask_t *t, uint64_t step)
+{
+    t->progress_step = step;
+    t->progress_pending = true;
+    report_kick(a);
+}
+
+void task_notice(crater_agent_t *a, atask_t *t, crater_proto_notice_t why)
+{
+    if (t->state != AT_RUNNING || why == CRATER_NOTICE_NONE
+        || t->notice != CRATER_NOTICE_NONE)
+        return;
+    t->notice = why;
+    crater_log(LOG_INFO,
+               "job %s attempt %u: preemption notice (%s)",
+               t->job,
+               t->attempt,
+               crater_proto_notice_name(why));
+    notice_kick(a);
+}
