@@ -130,6 +130,8 @@ struct crater_agent {
     bool switch_user;  /* the agent is root: tasks drop to a task user */
     bool tenant_users; /* agent.tenantUsers: the tenant's uid from craterd */
     bool hide_procs;   /* agent.hideProcesses, and the probe worked */
+    int procns_fd;     /* isolate.c: the namespace tasks enter, or -1 */
+    int mounts_fd;     /* /proc/self/mounts, polled for changes, or -1 */
     char *work_root;   /* default working directories (make_dirs()) */
     const char *shim_path; /* crater-shim, or NULL: fork a shim */
 
@@ -232,6 +234,11 @@ void task_remove(crater_agent_t *a, atask_t *t);
  * the work root), and whether tasks get a private /proc. At start, before
  * the threads (it forks a probe). */
 int agent_isolation_setup(crater_agent_t *a, crater_error_t *err);
+/* isolate.c: the fd of the mount namespace with the hidden /proc that
+ * tasks enter, made again first when the agent's mounts changed; -1 when
+ * there is none (each task then makes its own). Work thread only. */
+int agent_procns(crater_agent_t *a);
+void agent_isolation_close(crater_agent_t *a);
 
 /* slice.c (callers hold a->mu) */
 const char *agent_gpuslice_lib(void);
