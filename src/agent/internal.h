@@ -150,12 +150,12 @@ int64_t agent_now_ms(void);
 /* spare.c: DATA/spare made, and the spares an earlier agent left taken
  * back (before any thread runs). */
 int spare_init(crater_agent_t *a, crater_error_t *err);
-/* t's directory (DATA/tasks/...) renamed from a spare, with its log files
- * renamed into DATA/logs; false when there is none (then mkdir). */
+/* t's directory (DATA/tasks/..., with its log files) renamed from a
+ * spare; false when there is none (then mkdir). */
 bool spare_take(crater_agent_t *a, const atask_t *t);
-/* t's directory and logs (its exit acknowledged, its output shipped)
- * emptied and kept as a spare; false when the pool is full or a rename
- * failed: then remove them. */
+/* t's directory (its exit acknowledged, its output shipped) emptied and
+ * kept as a spare; false when the pool is full or a rename failed: then
+ * remove it. */
 bool spare_give(crater_agent_t *a, const atask_t *t);
 
 /* report.c: the event and log threads (started by agent.c) */

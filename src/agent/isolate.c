@@ -126,18 +126,18 @@ static int work_root(crater_agent_t *a, crater_error_t *err)
     return 0;
 }
 
-/* DATA, DATA/logs (task output), DATA/tasks (task records): 0700. The
+/* DATA, DATA/tasks (task records and output): 0700. The
  * work root: agent.workRoot for a root agent, DATA/work otherwise (its
  * tasks run as the agent's user). */
 static int make_dirs(crater_agent_t *a, crater_error_t *err)
 {
-    static const char *const subs[] = {"/logs", "/tasks"};
+    static const char *const subs[] = {"/tasks"};
     const char *root = a->cfg ? a->cfg->agent.work_root : NULL;
     char path[4096];
 
     if (crater_private_dir(a->data_dir, "--data-dir", err) < 0)
         return -1;
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
         snprintf(path, sizeof(path), "%s%s", a->data_dir, subs[i]);
         if (crater_private_dir(path, "--data-dir", err) < 0)
             return -1;

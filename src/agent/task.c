@@ -278,18 +278,12 @@ static atask_t *task_new(crater_agent_t *a, const crater_proto_task_t *task)
              t->attempt,
              task->replica ? cb : "",
              a->instance);
-    t->log_path[0] = path_printf("%s/logs/%s.%u%s.stdout",
-                                 a->data_dir,
-                                 t->job,
-                                 t->attempt,
-                                 r);
-    t->log_path[1] = path_printf("%s/logs/%s.%u%s.stderr",
-                                 a->data_dir,
-                                 t->job,
-                                 t->attempt,
-                                 r);
     t->dir =
         path_printf("%s/tasks/%s.%u%s", a->data_dir, t->job, t->attempt, r);
+    if (t->dir) {
+        t->log_path[0] = path_printf("%s/stdout", t->dir);
+        t->log_path[1] = path_printf("%s/stderr", t->dir);
+    }
     t->started_ms = agent_now_ms();
     t->state = AT_RUNNING;
     timelimit_arm(t, task->time_limit_ms, task->grace_period_ms);

@@ -100,8 +100,8 @@ cd "$tmp"
 start_up up1
 [ "$(mode "$tmp/var")" = 700 ] && ok || bad "craterd's data directory is $(mode "$tmp/var"), not 700"
 for d in "$tmp"/var/agent-*; do
-    [ "$(mode "$d")" = 700 ] && [ "$(mode "$d/logs")" = 700 ] && ok ||
-        bad "agent directory $d is $(mode "$d") (logs $(mode "$d/logs")), not 700"
+    [ "$(mode "$d")" = 700 ] && [ "$(mode "$d/tasks")" = 700 ] && [ "$(mode "$d/spare")" = 700 ] && ok ||
+        bad "agent directory $d is $(mode "$d") (tasks $(mode "$d/tasks"), spare $(mode "$d/spare")), not 700"
 done
 [ "$(mode "$tmp/work")" = 711 ] && ok || bad "work root is $(mode "$tmp/work"), not 711"
 
