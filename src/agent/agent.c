@@ -575,6 +575,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     a->data_dir = strdup(o->data_dir ? o->data_dir : "./var/agent");
     a->need_register = true;
     a->hb_interval_ms = 5000;
+    a->procns_fd = a->mounts_fd = -1;
     if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
         a->instance = (uint32_t)getpid();
     if (!a->server || !a->token || !a->data_dir) {
@@ -670,5 +671,6 @@ void crater_agent_stop(crater_agent_t *a)
     pthread_cond_destroy(&a->log_wake);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->spare_mu);
+    agent_isolation_close(a);
     free(a);
 }

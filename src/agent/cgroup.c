@@ -7,9 +7,9 @@
  * (controller, file, value) writes. Co-mounted v1 controllers (cpu,cpuacct)
  * share a base, so paths are de-duplicated where that matters.
  *
- * Files are opened O_CREAT|O_TRUNC, which is what `echo v > file` does: a
- * no-op on cgroupfs, and it lets the tests run the v2 writer against a fake
- * tree of plain files. Every error names the file and strerror(errno),
+ * Files are written the way `echo v > file` would (open_for_write): an
+ * existing cgroupfs file as it is, and created or cut to 0 in the tests'
+ * fake tree of plain files. Every error names the file and strerror(errno),
  * because a cgroup write fails for reasons only the kernel knows (EINVAL
  * for a quota below 1 ms, EBUSY for controllers in a populated cgroup).
  *
@@ -88,9 +88,28 @@ static int sys_err(crater_error_t *err, const char *path)
                          strerror(errno));
 }
 
+/* A cgroup file for writing: an existing one as it is (a truncate of a
+   cgroupfs file is a no-op that costs a setattr), a plain file of the
+   tests' fake tree cut to 0, a missing one created (only a fake tree lets
+   that happen). */
+static int open_for_write(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0 && errno == ENOENT)
+        return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
+        && ftruncate(fd, 0) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int write_str(const char *path, const char *s, crater_error_t *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open_for_write(path);
     size_t len = strlen(s);
     ssize_t w;
 
@@ -819,7 +838,7 @@ static int v2_io(const crater_cgroups_t *cg,
         return 0;
     if (task_path(cg, C_IO, task, "io.max", path, err) < 0)
         return -1;
-    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+    if ((fd = open_for_write(path)) < 0)
         return sys_err(err, path);
     for (i = 0; i < lim->nio && i < 8; i++) {
         len = crater_cg_format_io_max(&lim->io[i], line, sizeof(line));
@@ -1016,7 +1035,8 @@ int crater_cg_procs_paths(crater_cgroups_t *cg,
             *n = 0;
             return -1;
         }
-        if (cg->ver == CRATER_CG_V1 && !exists(path))
+        if (cg->ver == CRATER_CG_V1 && (slot[i] == C_CPUSET || slot[i] == C_IO)
+            && !exists(path))
             continue; /* a hierarchy the task has no directory in */
         if (!((*paths)[*n] = strdup(path))) {
             crater_cg_paths_free(*paths, *n);

@@ -147,6 +147,8 @@ struct crater_agent {
     bool switch_user;  /* the agent is root: tasks drop to a task user */
     bool tenant_users; /* agent.tenantUsers: the tenant's uid from craterd */
     bool hide_procs;   /* agent.hideProcesses, and the probe worked */
+    int procns_fd;     /* isolate.c: the namespace tasks enter, or -1 */
+    int mounts_fd;     /* /proc/self/mounts, polled for changes, or -1 */
     char *work_root;   /* default working directories (make_dirs()) */
     const char *shim_path; /* crater-shim, or NULL: fork a shim */
 
@@ -165,12 +167,12 @@ int64_t agent_now_ms(void);
 /* spare.c: DATA/spare made, and the spares an earlier agent left taken
  * back (before any thread runs). */
 int spare_init(crater_agent_t *a, crater_error_t *err);
-/* t's directory (DATA/tasks/...) renamed from a spare, with its log files
- * renamed into DATA/logs; false when there is none (then mkdir). */
+/* t's directory (DATA/tasks/..., with its log files) renamed from a
+ * spare; false when there is none (then mkdir). */
 bool spare_take(crater_agent_t *a, const atask_t *t);
-/* t's directory and logs (its exit acknowledged, its output shipped)
- * emptied and kept as a spare; false when the pool is full or a rename
- * failed: then remove them. */
+/* t's directory (its exit acknowledged, its output shipped) emptied and
+ * kept as a spare; false when the pool is full or a rename failed: then
+ * remove it. */
 bool spare_give(crater_agent_t *a, const atask_t *t);
 
 /* report.c: the event and log threads (started by agent.c) */
@@ -249,6 +251,11 @@ void task_remove(crater_agent_t *a, atask_t *t);
  * the work root), and whether tasks get a private /proc. At start, before
  * the threads (it forks a probe). */
 int agent_isolation_setup(crater_agent_t *a, crater_error_t *err);
+/* isolate.c: the fd of the mount namespace with the hidden /proc that
+ * tasks enter, made again first when the agent's mounts changed; -1 when
+ * there is none (each task then makes its own). Work thread only. */
+int agent_procns(crater_agent_t *a);
+void agent_isolation_close(crater_agent_t *a);
 
 /* ckenv.c (callers hold a->mu): a task's checkpoint environment. Make
  * the task's checkpoint directory (task->checkpoint_dir, as the task's

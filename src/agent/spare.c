@@ -13,14 +13,14 @@
  *   DATA/spare/<n>/   task.json.tmp, exit.tmp, stdout, stderr
  *
  * each of them present or not, regular files, cut to 0 bytes. Taking one:
- * rename DATA/spare/<n> to the task's DATA/tasks/<job>.<attempt>, then its
- * stdout and stderr to the task's DATA/logs/ files; the record
- * (taskstate_save) and the shim's exit file are then written into the
- * existing .tmp files with O_TRUNC and renamed into place as before.
- * Giving one back (the task's exit acknowledged and its output shipped):
- * the logs renamed into its directory, task.json and exit renamed to
- * their .tmp names, anything else in it removed, then the directory
- * renamed to DATA/spare/<n>.
+ * one rename of DATA/spare/<n> to the task's DATA/tasks/<job>.<attempt>;
+ * its output goes into the stdout and stderr there, and the record
+ * (taskstate_save) and the shim's exit file are written into the .tmp
+ * files and renamed into place as before (taskexec_open_empty: an empty
+ * file is not truncated again). Giving one back (the task's exit
+ * acknowledged and its output shipped): task.json and exit renamed to
+ * their .tmp names, the files cut to 0 bytes, anything else removed, then
+ * the directory renamed to DATA/spare/<n>.
  *
  * Crash safety: a spare is never under DATA/tasks, so adoption never sees
  * one; a directory taken into DATA/tasks has no task.json until its task
@@ -149,21 +149,11 @@ static void rename_in(const char *dir, const char *from, const char *to)
 
 bool spare_give(crater_agent_t *a, const atask_t *t)
 {
-    char path[4400], dst[4400];
+    char dst[4400];
     long long n;
 
     if (!t->dir || (n = reserve(a)) < 0)
         return false;
-    for (int i = 0; i < 2; i++)
-        if (t->log_path[i]) {
-            snprintf(path,
-                     sizeof(path),
-                     "%s/%s",
-                     t->dir,
-                     i ? "stderr" : "stdout");
-            if (rename(t->log_path[i], path) < 0)
-                unlink(t->log_path[i]);
-        }
     rename_in(t->dir, "task.json", "task.json.tmp");
     rename_in(t->dir, "exit", "exit.tmp");
     spare_path(a, (unsigned)n, dst, sizeof(dst));
@@ -180,7 +170,7 @@ bool spare_give(crater_agent_t *a, const atask_t *t)
 
 bool spare_take(crater_agent_t *a, const atask_t *t)
 {
-    char src[4400], path[4400];
+    char src[4400];
     unsigned n;
 
     pthread_mutex_lock(&a->spare_mu);
@@ -195,15 +185,6 @@ bool spare_take(crater_agent_t *a, const atask_t *t)
         push(a, n);
         return false;
     }
-    for (int i = 0; i < 2; i++)
-        if (t->log_path[i]) {
-            snprintf(path,
-                     sizeof(path),
-                     "%s/%s",
-                     t->dir,
-                     i ? "stderr" : "stdout");
-            rename(path, t->log_path[i]);
-        }
     return true;
 }
 

@@ -183,6 +183,7 @@ typedef struct spawn {
     const char *out, *errf, *dir;
     char exit_tmp[4200], exit_path[4200]; /* the shim's status file */
     bool switch_user, hide_procs;
+    int procns_fd; /* with hide_procs: the agent's namespace, or -1 */
     uid_t uid;
     gid_t gid;
 } spawn_t;
@@ -200,6 +201,7 @@ static taskexec_t exec_view(const spawn_t *s)
                         .exit_path = s->exit_path,
                         .switch_user = s->switch_user,
                         .hide_procs = s->hide_procs,
+                        .procns_fd = s->procns_fd,
                         .uid = s->uid,
                         .gid = s->gid};
 }
@@ -276,18 +278,12 @@ static atask_t *task_new(crater_agent_t *a, const crater_proto_task_t *task)
              t->attempt,
              task->replica ? cb : "",
              a->instance);
-    t->log_path[0] = path_printf("%s/logs/%s.%u%s.stdout",
-                                 a->data_dir,
-                                 t->job,
-                                 t->attempt,
-                                 r);
-    t->log_path[1] = path_printf("%s/logs/%s.%u%s.stderr",
-                                 a->data_dir,
-                                 t->job,
-                                 t->attempt,
-                                 r);
     t->dir =
         path_printf("%s/tasks/%s.%u%s", a->data_dir, t->job, t->attempt, r);
+    if (t->dir) {
+        t->log_path[0] = path_printf("%s/stdout", t->dir);
+        t->log_path[1] = path_printf("%s/stderr", t->dir);
+    }
     t->started_ms = agent_now_ms();
     t->state = AT_RUNNING;
     timelimit_arm(t, task->time_limit_ms, task->grace_period_ms);
@@ -422,7 +418,12 @@ static char **shim_argv(const char *shim, const spawn_t *s)
              "%ld",
              s->switch_user ? (long)s->uid : -1L);
     snprintf(num[1], sizeof(num[1]), "%ld", (long)s->gid);
-    snprintf(num[2], sizeof(num[2]), "%s", s->hide_procs ? "p" : "-");
+    snprintf(num[2],
+             sizeof(num[2]),
+             "%s",
+             !s->hide_procs      ? "-"
+             : s->procns_fd >= 0 ? "pn"
+                                 : "p");
     snprintf(num[3], sizeof(num[3]), "%zu", s->nprocs);
     v[k++] = (char *)shim;
     v[k++] = (char *)s->exit_path;
@@ -458,6 +459,8 @@ static pid_t spawn_shim(const char *shim, const spawn_t *s, int wfd)
     }
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, wfd, 3);
+    if (s->hide_procs && s->procns_fd >= 0) /* >= 10: never 3 or 4 */
+        posix_spawn_file_actions_adddup2(&fa, s->procns_fd, 4);
     rc = posix_spawn(&pid, shim, &fa, NULL, v, s->envp);
     posix_spawn_file_actions_destroy(&fa);
     for (int i = 5; i < 9; i++)
@@ -537,6 +540,7 @@ static int prepare(crater_agent_t *a,
     snprintf(s->exit_path, sizeof(s->exit_path), "%s/exit", t->dir);
     s->switch_user = t->switch_user;
     s->hide_procs = a->hide_procs;
+    s->procns_fd = a->hide_procs ? agent_procns(a) : -1;
     s->uid = t->uid;
     s->gid = t->gid;
     if (!s->argv || !s->argv[0] || !s->envp) {

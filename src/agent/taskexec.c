@@ -126,11 +126,14 @@ void taskexec_child(const taskexec_t *s)
     if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
         || dup2(err, 2) < 0)
         _exit(126);
-    close_range(3, ~0U, 0);
     /* the agent probed this at start: failing now is not expected, and a
      * task that would see every process does not run */
-    if (s->hide_procs && taskexec_hide_procs() < 0)
+    if (s->hide_procs
+        && (s->procns_fd >= 0 ? setns(s->procns_fd, CLONE_NEWNS)
+                              : taskexec_hide_procs())
+               < 0)
         fail("cannot hide other users' processes for", s->argv[0], errno, 126);
+    close_range(3, ~0U, 0);
     drop_user(s);
     /* entered as the task user: it reaches only what that user may */
     if (s->dir && chdir(s->dir) < 0)
@@ -165,23 +168,30 @@ static void write_exit(const taskexec_t *s, int status)
 
 void taskexec_shim(const taskexec_t *s, int wfd, bool vfork_task)
 {
-    int status = 0, fd;
+    taskexec_t c = *s;
+    int status = 0, fd, ns = -1;
     pid_t t;
 
     setsid();
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    if (wfd != 3 && dup2(wfd, 3) < 0)
+    /* the namespace's fd kept at 4 (moved out of the way first) */
+    if (s->procns_fd >= 0 && (ns = fcntl(s->procns_fd, F_DUPFD, 10)) < 0)
         _exit(1);
+    if ((wfd != 3 && dup2(wfd, 3) < 0) || (ns >= 0 && dup2(ns, 4) < 0))
+        _exit(1);
+    c.procns_fd = ns >= 0 ? 4 : -1;
     if ((fd = open("/dev/null", O_RDWR)) >= 0)
         for (int i = 0; i < 3; i++)
             if (fd != i)
                 dup2(fd, i);
-    close_range(4, ~0U, 0); /* the agent's sockets and files */
+    close_range(ns >= 0 ? 5 : 4, ~0U, 0); /* the agent's sockets and files */
     t = vfork_task ? vfork() : fork();
     if (t == 0)
-        taskexec_child(s);
+        taskexec_child(&c);
+    if (c.procns_fd >= 0)
+        close(c.procns_fd); /* the task has entered it */
     if (write(3, &t, sizeof(t)) != sizeof(t) || t < 0)
         _exit(1);
     close(3);

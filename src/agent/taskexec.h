@@ -8,11 +8,12 @@
  * <end time ms>\n" to exit_tmp, fsyncs and renames it to exit_path. The
  * task: its own process group, its pid written into every cgroup.procs
  * path (limited before it runs any code of its own), stdin /dev/null,
- * stdout/stderr to its log files (opened as root in the agent's 0700
- * DATA/logs, O_NOFOLLOW: no path the task controls is opened as root),
- * with hide_procs a private mount namespace whose /proc is a fresh procfs
- * mounted hidepid=invisible (other users' processes, the agent's too, are
- * not there), the task user (groups, gid, uid), and only then its working
+ * stdout/stderr to its log files (opened as root in its 0700 record
+ * directory under the agent's 0700 DATA, O_NOFOLLOW: no path the task controls
+ * is opened as root), with hide_procs a private mount namespace whose /proc is
+ * a fresh procfs mounted hidepid=invisible (other users' processes, the agent's
+ * too, are not there: the agent's prepared one entered with setns, else one of
+ * its own), the task user (groups, gid, uid), and only then its working
  * directory, entered with the task user's rights: a directory the task
  * user cannot reach is refused in its stderr log, never entered as root.
  * Then an empty signal mask and default dispositions, and execvpe.
@@ -34,6 +35,8 @@ typedef struct taskexec {
     const char *exit_tmp, *exit_path;
     bool switch_user;
     bool hide_procs; /* own /proc, hidepid=invisible (before the drop) */
+    int procns_fd;   /* with hide_procs: a mount namespace that has such a
+                        /proc (setns), or -1: unshare and mount one */
     uid_t uid;
     gid_t gid;
 } taskexec_t;

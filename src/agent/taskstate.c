@@ -10,7 +10,9 @@
  *              GPU watchdog need, the time limit's deadline on the boot
  *              clock and whether it was hit (timelimit.c);
  *   exit       written by the shim when the task ends (task.c): "<wait
- *              status> <end time ms>\n".
+ *              status> <end time ms>\n";
+ *   stdout, stderr  the task's output, opened by its shim as root (no task
+ *              user can enter DATA), shipped to craterd by report.c.
  * A new agent adopts every record at start (before its threads run): a
  * task whose shim still lives keeps running under the new agent; one with
  * an exit file is reported exited; one with neither (its shim was killed)
@@ -183,7 +185,6 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
     atask_t *t = calloc(1, sizeof(*t));
     const char *job = json_string_value(json_object_get(v, "job"));
     const char *cg = json_string_value(json_object_get(v, "cgroup"));
-    char rb[16];
     json_t *g;
     size_t i;
 
@@ -226,20 +227,9 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
     t->watch = json_is_true(json_object_get(v, "watch"));
     timelimit_load(t, v);
     t->dir = strdup(dir);
-    if (asprintf(&t->log_path[0],
-                 "%s/logs/%s.%u%s.stdout",
-                 a->data_dir,
-                 t->job,
-                 t->attempt,
-                 task_rtag(t->replica, rb))
-            < 0
-        || asprintf(&t->log_path[1],
-                    "%s/logs/%s.%u%s.stderr",
-                    a->data_dir,
-                    t->job,
-                    t->attempt,
-                    task_rtag(t->replica, rb))
-               < 0)
+    if (t->dir
+        && (asprintf(&t->log_path[0], "%s/stdout", dir) < 0
+            || asprintf(&t->log_path[1], "%s/stderr", dir) < 0))
         t->log_path[0] = t->log_path[1] = NULL;
     t->state = AT_RUNNING;
     if (!t->job || !t->dir || !t->log_path[0] || !t->log_path[1]) {

@@ -12,10 +12,12 @@
  *
  * with the task's environment as its own and fd 3 the pipe that takes the
  * task's pid. UID -1: keep the user. FLAGS: "p" hides other users'
- * processes (taskexec_hide_procs), "-" nothing. Not for people to run. Once
- * parsed, its command line shrinks to "crater-shim EXIT_PATH" (the arguments
- * are copied and their memory cleared, as setproctitle does), so `ps` and
- * `pgrep -f` show the task's command once, on the task.
+ * processes (taskexec_hide_procs), "pn" hides them by entering the mount
+ * namespace open at fd 4 (the agent's prepared one), "-" nothing. Not for
+ * people to run. Once parsed, its command line shrinks to "crater-shim
+ * EXIT_PATH" (the arguments are copied and their memory cleared, as
+ * setproctitle does), so `ps` and `pgrep -f` show the task's command once, on
+ * the task.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
     uid = strtol(argv[5], NULL, 10);
     gid = strtol(argv[6], NULL, 10);
     s.hide_procs = strchr(argv[7], 'p') != NULL;
+    s.procns_fd = s.hide_procs && strchr(argv[7], 'n') ? 4 : -1;
     n = strtol(argv[8], NULL, 10);
     if (n < 0 || n > argc - 10 || strcmp(argv[9 + n], "--") != 0
         || 10 + n >= argc)

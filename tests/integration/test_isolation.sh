@@ -35,6 +35,7 @@ cleanup() { # no process, cgroup or file left behind
         done
     done
     rm -f /dev/shm/crater-job-*-"$mark"* 2>/dev/null
+    mountpoint -q "$tmp/late" 2>/dev/null && umount "$tmp/late"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -99,8 +100,8 @@ cd "$tmp"
 start_up up1
 [ "$(mode "$tmp/var")" = 700 ] && ok || bad "craterd's data directory is $(mode "$tmp/var"), not 700"
 for d in "$tmp"/var/agent-*; do
-    [ "$(mode "$d")" = 700 ] && [ "$(mode "$d/logs")" = 700 ] && ok ||
-        bad "agent directory $d is $(mode "$d") (logs $(mode "$d/logs")), not 700"
+    [ "$(mode "$d")" = 700 ] && [ "$(mode "$d/tasks")" = 700 ] && [ "$(mode "$d/spare")" = 700 ] && ok ||
+        bad "agent directory $d is $(mode "$d") (tasks $(mode "$d/tasks"), spare $(mode "$d/spare")), not 700"
 done
 [ "$(mode "$tmp/work")" = 711 ] && ok || bad "work root is $(mode "$tmp/work"), not 711"
 
@@ -172,6 +173,18 @@ tok=$ta c logs "$w" --stream stderr >"$tmp/w.err" 2>&1
 grep -q "crater: cannot enter the working directory $tmp/rootonly/inside: permission denied" "$tmp/w.err" && ok ||
     bad "the reason is in its stderr log: $(cat "$tmp/w.err")"
 grep -q "root secret" "$tmp/w.err" && bad "the job read the root-only file" || ok
+
+# ---- a mount made after the agent started is there for the next task -------
+# (tasks share one prepared namespace with the hidden /proc: it is made
+# again when the node's mounts change, never a stale copy)
+mkdir -p "$tmp/late" && mount -t tmpfs -o size=1m "late-$mark" "$tmp/late" && ok ||
+    bad "mount a tmpfs for the late-mount check"
+m=$(submit "$ta" 'grep -c " $1 " /proc/self/mounts; ls /proc | grep -qx '"$up"' && echo "agent visible"; echo done' "$tmp/late")
+wait_for 20 "$m" '.state == "succeeded"' && ok || bad "the late-mount probe ran"
+tok=$ta c logs "$m" >"$tmp/m.out" 2>&1
+[ "$(head -1 "$tmp/m.out")" = 1 ] && ok || bad "a task sees a mount made after the agent started: $(cat "$tmp/m.out")"
+grep -q "agent visible" "$tmp/m.out" && bad "that task sees the agent in /proc" || ok
+umount "$tmp/late"
 
 # ---- the uids survive a restart -------------------------------------------------
 kill -INT "$up"; wait "$up" 2>/dev/null; up=""

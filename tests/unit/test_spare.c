@@ -70,9 +70,9 @@ static void agent_free(crater_agent_t *a)
 /* A task's paths under DATA, as task_new() makes them. */
 static atask_t task_of(const char *name, char *dir, char *out, char *err)
 {
-    sprintf(dir, "%s/tasks/%s", data, name);
-    sprintf(out, "%s/logs/%s.stdout", data, name);
-    sprintf(err, "%s/logs/%s.stderr", data, name);
+    snprintf(dir, 300, "%.250s/tasks/%.30s", data, name);
+    snprintf(out, 300, "%.290s/stdout", dir);
+    snprintf(err, 300, "%.290s/stderr", dir);
     return (atask_t){.dir = dir, .log_path = {out, err}};
 }
 
@@ -83,8 +83,6 @@ static void setup(void)
     snprintf(data, sizeof(data), "/tmp/test_spare.%d", (int)getpid());
     ck_assert_int_eq(mkdir(data, 0700), 0);
     snprintf(p, sizeof(p), "%s/tasks", data);
-    ck_assert_int_eq(mkdir(p, 0700), 0);
-    snprintf(p, sizeof(p), "%s/logs", data);
     ck_assert_int_eq(mkdir(p, 0700), 0);
 }
 
@@ -133,7 +131,7 @@ START_TEST(give_empties_and_take_reuses_the_inodes)
     out_ino = ino(o1);
     err_ino = ino(e1);
     ck_assert(spare_give(a, &t1));
-    ck_assert(!there(d1) && !there(o1) && !there(e1));
+    ck_assert(!there(d1));
     ck_assert_uint_eq(a->nspare, 1);
     snprintf(p, sizeof(p), "%s/spare/%u", data, a->spare[0]);
     ck_assert_uint_eq(ino(p), dir_ino);
@@ -224,7 +222,7 @@ START_TEST(full_pool_gives_nothing)
     finished_task(&t1);
     a->nspare = SPARE_MAX;
     ck_assert(!spare_give(a, &t1));
-    ck_assert(there(d1) && there(o1));
+    ck_assert(there(d1) && there(o1) && size_of(o1) > 0);
     a->nspare = 0;
     agent_free(a);
 }
