@@ -1,7 +1,8 @@
 """crater_ckpt.agent - the task's side of the Crater agent socket.
 
-The agent gives each task a Unix socket in $CRATER_AGENT_SOCKET (a
-directory only the task's user can enter). On it a task long-polls for a
+The agent gives each task a Unix socket in $CRATER_AGENT_SOCKET: "@name"
+is an abstract socket (a leading NUL byte, no file), which the agent
+answers only for the task's own uid. On it a task long-polls for a
 preemption notice, acknowledges it, and reports finished checkpoints and
 its progress; craterd records the reports per job (GET
 /api/v1/jobs/{id}/checkpoints) and sizes the next preemption's grace
@@ -39,7 +40,13 @@ class AgentClient:
 
     @property
     def available(self):
-        return bool(self.path) and os.path.exists(self.path)
+        if not self.path:
+            return False
+        return self.path.startswith("@") or os.path.exists(self.path)
+
+    def _address(self):
+        # "@name": an abstract socket (the agent's), a leading NUL byte
+        return "\0" + self.path[1:] if self.path.startswith("@") else self.path
 
     def _call(self, req, timeout):
         if not self.available:
@@ -47,7 +54,7 @@ class AgentClient:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(timeout)
-            s.connect(self.path)
+            s.connect(self._address())
             s.sendall(json.dumps(req).encode() + b"\n")
             buf = b""
             while not buf.endswith(b"\n"):

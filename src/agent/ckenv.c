@@ -9,20 +9,27 @@
  * creates or chowns anything in a place the tenant named; what the task
  * user may not make fails the start with the path and the reason.
  *
- * The socket: one per task, WORK/<instance>.<job>.<attempt>[.rN].sock/s,
- * in a directory of its own that the agent makes in the work root (only
- * root writes there), owned by the task's uid, mode 0700: no other
- * tenant's task can reach it, to read a notice or to speak for the task
- * (the server also checks the peer's uid, notice.c). It is bound and
- * listening before the task starts. A path longer than a Unix socket
- * address takes is a warning: the task then has SIGTERM only.
+ * The socket: one per task, an abstract Unix socket (Linux) named
+ * "crater-" and 128 random bits, given as CRATER_AGENT_SOCKET=@<name> (the
+ * '@' stands for the leading NUL, as in ss and systemd). Abstract names
+ * have no file: a task start makes and removes no directory or inode for
+ * it (each was two inodes in the work root, on the filesystem where
+ * inode churn is expensive, spare.c). They have no permissions either:
+ * another process in the node's network namespace that learns the name
+ * (/proc/net/unix lists them) can connect, so the server drops every peer
+ * whose uid (SO_PEERCRED, from the kernel) is not the task's or root's
+ * (notice.c), before reading a byte; the random name keeps anyone from
+ * binding it first. It is listening before the task starts; when it
+ * cannot be made the task has SIGTERM only, with a warning.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -83,35 +90,29 @@ static int make_ckpt_dir(const atask_t *t, const char *dir, crater_error_t *err)
     return 0;
 }
 
-/* The socket's directory, owned by the task's user, 0700. */
-static int make_sock_dir(atask_t *t, const char *dir)
-{
-    if ((mkdir(dir, 0700) < 0 && errno != EEXIST)
-        || (t->switch_user
-            && fchownat(AT_FDCWD, dir, t->uid, t->gid, AT_SYMLINK_NOFOLLOW)
-                   < 0))
-        return -1;
-    return (t->sock_dir = strdup(dir)) ? 0 : -1;
-}
-
-/* Bind and listen on dir/s; the socket file belongs to the task user. */
-static int listen_at(atask_t *t, const char *path)
+/* Bind and listen on the abstract name "\0crater-<128 random bits>"; the
+ * name (without the NUL) in name. */
+static int listen_abstract(char *name, size_t n)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    unsigned char r[16];
+    size_t len;
     int fd;
 
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        errno = ENAMETOOLONG;
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
         return -1;
-    }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    unlink(path);
+    len = (size_t)snprintf(name, n, "crater-");
+    for (size_t i = 0; i < sizeof(r) && len + 2 < n; i++)
+        len += (size_t)snprintf(name + len, n - len, "%02x", r[i]);
+    memcpy(sa.sun_path + 1, name, len); /* sun_path[0] = 0: abstract */
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0
-        || (t->switch_user && lchown(path, t->uid, t->gid) < 0)
-        || chmod(path, 0600) < 0 || listen(fd, 8) < 0) {
+    if (bind(fd,
+             (struct sockaddr *)&sa,
+             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len))
+            < 0
+        || listen(fd, 8) < 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -124,30 +125,20 @@ static void open_socket(crater_agent_t *a,
                         atask_t *t,
                         crater_proto_task_t *task)
 {
-    char dir[4096], path[4200], rb[16];
+    char name[64], env[72];
     int fd;
 
-    snprintf(dir,
-             sizeof(dir),
-             "%s/%08x.%s.%u%s.sock",
-             a->work_root,
-             a->instance,
-             t->job,
-             t->attempt,
-             task_rtag(t->replica, rb));
-    snprintf(path, sizeof(path), "%s/s", dir);
-    if (make_sock_dir(t, dir) < 0 || (fd = listen_at(t, path)) < 0) {
+    if ((fd = listen_abstract(name, sizeof(name))) < 0) {
         crater_log(LOG_WARNING,
-                   "job %s: no agent socket (%s: %s); the task gets "
-                   "SIGTERM only",
+                   "job %s: no agent socket (%s); the task gets SIGTERM only",
                    t->job,
-                   path,
                    strerror(errno));
         return;
     }
     t->notice_fd = fd;
     t->notice_fd_held = true;
-    if (crater_proto_task_setenv(task, "CRATER_AGENT_SOCKET", path) < 0)
+    snprintf(env, sizeof(env), "@%s", name);
+    if (crater_proto_task_setenv(task, "CRATER_AGENT_SOCKET", env) < 0)
         crater_log(LOG_WARNING, "job %s: out of memory", t->job);
     notice_kick(a);
 }
@@ -177,18 +168,9 @@ int ckenv_setup(crater_agent_t *a,
 
 void ckenv_cleanup(atask_t *t)
 {
-    char path[4200];
-
     if (t->notice_fd_held)
         close(t->notice_fd);
     t->notice_fd_held = false;
-    if (t->sock_dir) {
-        snprintf(path, sizeof(path), "%s/s", t->sock_dir);
-        unlink(path);
-        rmdir(t->sock_dir);
-    }
-    free(t->sock_dir);
-    t->sock_dir = NULL;
     for (unsigned i = 0; i < t->nckq; i++)
         crater_proto_ckpt_clear(&t->ckq[i]);
     t->nckq = 0;

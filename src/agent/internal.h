@@ -90,10 +90,9 @@ typedef struct atask {
     bool watch;        /* the GPU watchdog checks this task */
     unsigned strikes;  /* consecutive watchdog checks over the slice */
     char mig_uuid[96]; /* isolation: mig: the MIG device it runs on, or "" */
-    /* checkpoints (ckenv.c, notice.c): the task's socket directory and
-     * its listening socket until the notice thread takes it over
+    /* checkpoints (ckenv.c, notice.c): the task's listening socket
+     * (abstract name) until the notice thread takes it over
      * (notice_fd_held: t still owns notice_fd) */
-    char *sock_dir;
     int notice_fd;
     bool notice_fd_held;
     crater_proto_notice_t notice; /* why it is being stopped; NONE */

@@ -23,8 +23,8 @@
  * takes a task's listening socket from the task table (under a->mu) and
  * closes it when the task is gone or exited, so no other thread ever
  * closes a descriptor it polls. A peer whose uid is not the task's (or
- * root) is dropped at accept: the 0700 directory already keeps other
- * users out; this keeps out anything that got the descriptor. Lines are
+ * root) is dropped at accept: the socket's abstract name has no
+ * permissions, so this check is what keeps other users out. Lines are
  * at most LINE_MAX_BYTES; a client that sends more, or does not read its
  * answers, is dropped.
  */
@@ -135,7 +135,7 @@ static int ep_take(notice_srv_t *s, atask_t *t)
     e->attempt = t->attempt;
     e->replica = t->replica;
     e->uid = t->uid;
-    e->check_uid = t->switch_user;
+    e->check_uid = true; /* an abstract name has no permissions (ckenv.c) */
     e->lfd = t->notice_fd;
     for (int i = 0; i < CLIENTS_PER_TASK; i++)
         e->c[i].fd = -1;

@@ -9,7 +9,8 @@
 # requeued as attempt 2 (not a failure), resumes at exactly that step and
 # ends with the same SHA-256 of its final weights as an uninterrupted run.
 # Also: the task's environment and directories (CRATER_CHECKPOINT_DIR
-# 0700 and owned by the task user, the socket in a 0700 directory), the
+# 0700 and owned by the task user, the socket an abstract name that
+# answers no other uid), the
 # socket's strict decoder, GET /jobs/{id}/checkpoints (tenant-scoped),
 # `crater describe`, and the grace period sized by the measured save time
 # capped by scheduler.maxCheckpointGrace. Every wait is for a state.
@@ -87,36 +88,58 @@ ref=$(tail -n 1 "$tmp/ref.out")
 cat >"$tmp/probe.py" <<'P'
 import json, os, socket, stat, sys
 d, s = os.environ["CRATER_CHECKPOINT_DIR"], os.environ["CRATER_AGENT_SOCKET"]
-st, sd = os.stat(d), os.stat(os.path.dirname(s))
+st = os.stat(d)
 print("env", os.environ["CRATER_JOB_ID"], os.environ["CRATER_ATTEMPT"], d,
       os.environ.get("CRATER_CHECKPOINT_INTERVAL_MS"))
 print("dir", oct(stat.S_IMODE(st.st_mode)), st.st_uid == os.getuid(),
-      "sockdir", oct(stat.S_IMODE(sd.st_mode)), sd.st_uid == os.getuid())
+      "sock", s.startswith("@crater-") and len(s) == 40)
 def call(req):
-    c = socket.socket(socket.AF_UNIX); c.connect(s)
+    c = socket.socket(socket.AF_UNIX); c.connect("\0" + s[1:])
     c.sendall(req.encode() + b"\n"); a = c.makefile().readline(); c.close()
     return json.loads(a)
 print("bad", json.dumps(call('{"op": "checkpoint", "step": -1}'), sort_keys=True))
 print("unknown", json.dumps(call('{"op": "checkpoint", "step": 1, "size": 3}'), sort_keys=True))
 print("wait", json.dumps(call('{"op": "wait", "timeout_ms": 50}')))
 print("slow", json.dumps(call('{"op": "checkpoint", "step": 7, "bytes": 10, "seconds": 8.0, "digest": "00ff"}')))
+# hand the socket's name to the test, which tries it as another user
+x = sys.argv[2]
+open(x + "/name.tmp", "w").write(s); os.rename(x + "/name.tmp", x + "/name")
+import time
+for _ in range(300):
+    if os.path.exists(x + "/go"): break
+    time.sleep(0.1)
+print("after stranger", json.dumps(call('{"op": "wait", "timeout_ms": 10}')))
 P
+mkdir -p "$tmp/x" && chmod 777 "$tmp/x"
 cat >"$tmp/probe.yaml" <<Y
 name: probe
 gracePeriod: 1s
 checkpoint: {dir: $tmp/ck/probe/deep, checkpointInterval: 5m}
-command: [$py, $tmp/probe.py, $mark]
+command: [$py, $tmp/probe.py, $mark, $tmp/x]
 resources: {cpu: 100m, memory: 64Mi}
 Y
 pid_=$(c submit -f "$tmp/probe.yaml" -o json | jq -r .id)
+# another uid that learns the abstract name is dropped before a byte is read
+until_ 30 '[ -s "$tmp/x/name" ]' && ok || bad "the probe wrote its socket name"
+stranger=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$py" -c '
+import socket, sys
+c = socket.socket(socket.AF_UNIX); c.settimeout(5)
+c.connect("\0" + sys.argv[1][1:])
+try:
+    c.sendall(b"{\"op\": \"wait\", \"timeout_ms\": 10}\n"); print(repr(c.recv(100)))
+except OSError as e:
+    print("closed", e.errno)' "$(cat "$tmp/x/name")" 2>&1)
+case $stranger in "b''"|closed*) ok ;; *) bad "another uid was answered on the task's socket: $stranger" ;; esac
+touch "$tmp/x/go"
 wait_for 30 "$pid_" '.state == "succeeded" and .logs_complete' && ok || bad "probe job"
 logs "$pid_" 1 >"$tmp/probe.out"
 grep -q "^env $pid_ 1 $tmp/ck/probe/deep 300000$" "$tmp/probe.out" && ok || { bad "task env"; cat "$tmp/probe.out"; }
-grep -q "^dir 0o700 True sockdir 0o700 True$" "$tmp/probe.out" && ok || { bad "dir modes"; cat "$tmp/probe.out"; }
+grep -q "^dir 0o700 True sock True$" "$tmp/probe.out" && ok || { bad "dir modes"; cat "$tmp/probe.out"; }
 grep -q '^bad {"error": ".*", "field": "step", "ok": false}$' "$tmp/probe.out" && ok || { bad "negative step refused"; cat "$tmp/probe.out"; }
 grep -q '^unknown {"error": ".*size.*", "field": "size", "ok": false}$' "$tmp/probe.out" && ok || { bad "unknown key refused"; cat "$tmp/probe.out"; }
 grep -q '^wait {"preempt": false}$' "$tmp/probe.out" && ok || { bad "wait timeout"; cat "$tmp/probe.out"; }
 grep -q '^slow {"ok": true}$' "$tmp/probe.out" && ok || { bad "report accepted"; cat "$tmp/probe.out"; }
+grep -q '^after stranger {"preempt": false}$' "$tmp/probe.out" && ok || { bad "the task's socket serves it after a stranger"; cat "$tmp/probe.out"; }
 until_ 10 '[ "$(ckpts "$pid_" | jq ".checkpoints | length")" = 1 ]' && ok || bad "probe checkpoint recorded: $(ckpts "$pid_")"
 ckpts "$pid_" | jq -e '.latest | .step == 7 and .digest == "00ff" and .attempt == 1 and .seconds == 8' >/dev/null \
     && ok || bad "probe report: $(ckpts "$pid_")"
