@@ -682,7 +682,9 @@ static int run_init(struct run *r)
     r->ends = malloc(n * sizeof(*r->ends));
     r->q = crater_queue_create();
     if (r->q) {
-        crater_pass_params_t prm = {r->o.preempt, r->o.backfill};
+        crater_pass_params_t prm = {.preempt = r->o.preempt,
+                                    .backfill = r->o.backfill,
+                                    .fixed_requests = true};
         r->pass = crater_pass_create(r->s, r->q, &prm, &replay_ops, r);
     }
     if (!r->st || !r->arr || !r->heap || !r->pass || !r->running || !r->ends
