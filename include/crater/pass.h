@@ -121,6 +121,9 @@ typedef struct crater_pass_params {
      * fits nowhere in this pass without asking ops.job: the same
      * decisions, without touching every queued job on every release. */
     bool fixed_requests;
+    /* ops.ends gives a binary min-heap by (end_ms, task) (reserve.h:
+     * crater_sched_reserve_heap), not a list in any order. */
+    bool ends_heap;
 } crater_pass_params_t;
 
 /* Counters since creation. */

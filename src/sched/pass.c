@@ -475,11 +475,16 @@ static int reserve_head(crater_pass_t *p,
     const crater_task_end_t *ends = NULL;
     size_t n;
     crater_error_t e;
+    int rc;
 
     if (!p->prm.backfill || !p->ops.ends || p->resv_ok)
         return 0;
     n = p->ops.ends(p->arg, &ends);
-    p->resv_ok = crater_sched_reserve(p->s, j->req, ends, n, &p->resv, &e) == 0;
+    if (p->prm.ends_heap) /* the host keeps its ends as a heap */
+        rc = crater_sched_reserve_heap(p->s, j->req, ends, n, &p->resv, &e);
+    else
+        rc = crater_sched_reserve(p->s, j->req, ends, n, &p->resv, &e);
+    p->resv_ok = rc == 0;
     if (!p->resv_ok && e.errnum != CRATER_EUNSCHED)
         return crater_errorf(err, e.errnum, "%s", e.text);
     p->resv.head = id;
