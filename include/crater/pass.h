@@ -113,6 +113,17 @@ typedef struct crater_pass_ops {
 typedef struct crater_pass_params {
     bool preempt;  /* plan preemptions for jobs that fit nowhere */
     bool backfill; /* EASY: reserve the head's start (needs ops.ends) */
+    /* The host promises that a job's request, replica count and task id
+     * (all of crater_pass_job_t but the time limit) never change while
+     * the job exists, and it has neither ops.ready nor ops.pending (the
+     * simulator). The pass then tags its kept queue order with each job's
+     * request shape and skips, in a full pass, a job whose shape already
+     * fits nowhere in this pass without asking ops.job: the same
+     * decisions, without touching every queued job on every release. */
+    bool fixed_requests;
+    /* ops.ends gives a binary min-heap by (end_ms, task) (reserve.h:
+     * crater_sched_reserve_heap), not a list in any order. */
+    bool ends_heap;
 } crater_pass_params_t;
 
 /* Counters since creation. */

@@ -132,6 +132,17 @@ int crater_queue_set_age_boost(crater_queue_t *q,
 
 /* ---- ordering ---------------------------------------------------------- */
 
+/* Without share input, does crater_queue_order() depend on the entries
+ * alone (no age boost, so not on now_ms)? Its order is then the one of
+ * crater_queue_entry_cmp(), total and fixed for an entry while it is
+ * queued: a caller may keep an order and merge new entries into it
+ * instead of asking for the whole queue again (the scheduling pass). */
+bool crater_queue_order_is_static(const crater_queue_t *q);
+/* <0, 0 or >0: a comes before, is, or comes after b in that order
+ * (priority, jobs with a deadline by deadline, submit time, id). */
+int crater_queue_entry_cmp(const crater_queue_entry_t *a,
+                           const crater_queue_entry_t *b);
+
 /* What one tenant holds in the cluster now (same units as demand). */
 typedef struct crater_tenant_usage {
     const char *tenant;

@@ -71,6 +71,17 @@ int crater_sched_reserve(crater_sched_t *s,
                          crater_reservation_t *out,
                          crater_error_t *err);
 
+/* The same from ends kept by the caller as a binary min-heap (h[i] no
+ * later than h[2i+1] and h[2i+2], by end_ms, then task): it is read, not
+ * changed, and only up to the shadow time, so the cost does not grow with
+ * the number of running tasks (the simulator keeps its ends so). */
+int crater_sched_reserve_heap(crater_sched_t *s,
+                              const crater_request_t *head,
+                              const crater_task_end_t *heap,
+                              size_t n,
+                              crater_reservation_t *out,
+                              crater_error_t *err);
+
 /* Place req now without delaying r's head. limit_ms is req's run time
  * bound (timeLimit; 0 = unbounded). 0: *p is where to commit it and *v
  * says why (BEFORE_SHADOW, or EXTRA: on another node or in r's extra,

@@ -28,8 +28,11 @@
  *
  * The queue order is recomputed for every full pass when the host gives
  * fair-share input (usage changes with every bind); without it (the
- * simulator: one tenant) only when jobs were queued since, as placed jobs
- * are simply skipped in the cached order.
+ * simulator: one tenant) the jobs queued since are merged into the kept
+ * order (pass_order.c), and placed jobs are simply skipped in it. A host
+ * with fixed requests also has each kept position tagged with its job's
+ * shape, so that a full pass skips the jobs of a memoised shape without
+ * looking them up (see "shapes" below).
  */
 #include "crater/pass.h"
 
@@ -38,8 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/pass_order.h"
+
 #define MEMO_SLOTS 16384u
 #define MEMO_FILL 8192u
+#define SHAPE_SLOTS 16384u
+#define SHAPE_MAX 8192u
 
 struct memo_key {
     uint64_t cpu, mem, iops, bw, model_mask, hbm;
@@ -55,6 +62,13 @@ struct memo_slot {
     uint32_t hash, stamp, why; /* why: index into p->why */
 };
 
+/* A request shape interned for good (fixed requests, see shape_of). */
+struct shape_slot {
+    struct memo_key key;
+    uint32_t hash;
+    bool used;
+};
+
 struct crater_pass {
     crater_sched_t *s;
     crater_queue_t *q;
@@ -64,11 +78,16 @@ struct crater_pass {
     uint64_t epoch, full_epoch;
     uint64_t *fresh;
     size_t nfresh, capfresh;
-    uint64_t *order;
-    size_t norder, caporder;
-    bool order_stale;
+    pass_order_t ord;
     struct memo_slot *memo;
     uint32_t stamp, memo_fill;
+    struct {
+        struct memo_key key;
+        uint32_t hash, shape;
+    } cur;                     /* the job being decided */
+    struct shape_slot *shapes; /* fixed requests only, else NULL */
+    uint32_t *shape_failed;    /* per shape: stamp of its memo entry */
+    uint32_t nshapes;
     struct memo_why {
         crater_pass_wait_t kind;
         crater_error_t err;
@@ -144,43 +163,88 @@ static void memo_reset(crater_pass_t *p)
 {
     if (++p->stamp == 0) { /* wrapped: really clear */
         memset(p->memo, 0, MEMO_SLOTS * sizeof(*p->memo));
+        if (p->shape_failed)
+            memset(p->shape_failed, 0, SHAPE_SLOTS * sizeof(uint32_t));
         p->stamp = 1;
     }
     p->memo_fill = 0;
 }
 
+/* The current job's shape fits nowhere in this pass. */
 static void memo_add(crater_pass_t *p,
-                     const crater_pass_job_t *j,
                      crater_pass_wait_t kind,
                      const crater_error_t *why)
 {
-    struct memo_key k;
     struct memo_slot *m;
-    uint32_t h;
 
     if (p->memo_fill >= MEMO_FILL)
         return; /* full: later shapes are simply tried again */
-    k = key_of(j);
-    h = key_hash(&k);
-    m = memo_find(p, &k, h);
-    m->key = k;
-    m->hash = h;
+    m = memo_find(p, &p->cur.key, p->cur.hash);
+    m->key = p->cur.key;
+    m->hash = p->cur.hash;
     m->stamp = p->stamp;
     m->why = p->memo_fill++;
+    if (p->cur.shape != PASS_SHAPE_NONE)
+        p->shape_failed[p->cur.shape] = p->stamp; /* the same, by tag */
     if (p->why) {
         p->why[m->why].kind = kind;
         p->why[m->why].err = *why;
     }
 }
 
-/* The memo entry of j's shape in this pass, or NULL. */
-static const struct memo_slot *memo_get(crater_pass_t *p,
-                                        const crater_pass_job_t *j)
+/* The memo entry of the current job's shape in this pass, or NULL. */
+static const struct memo_slot *memo_get(crater_pass_t *p)
 {
-    struct memo_key k = key_of(j);
-    const struct memo_slot *m = memo_find(p, &k, key_hash(&k));
+    const struct memo_slot *m = memo_find(p, &p->cur.key, p->cur.hash);
 
     return m->stamp == p->stamp ? m : NULL;
+}
+
+/* ---- shapes (fixed requests) --------------------------------------------
+ *
+ * A host whose jobs keep their request (the simulator) lets the pass tag
+ * each position of its kept order with the job's shape, interned here for
+ * good. A full pass then skips a job whose shape's memo entry is of this
+ * pass by its tag alone: no ops.job, no key, no probe. On a saturated
+ * cluster that is most of the queue on every release (B6: 44% of the run
+ * went to looking jobs up only to find their shape in the memo).
+ * shape_failed[s] == stamp exactly when the memo holds shape s's key in
+ * this pass (memo_add sets both; a new stamp clears both). The table
+ * stops growing at SHAPE_MAX: later shapes keep no tag and are decided
+ * the ordinary way. */
+
+/* The current job's shape, interned; PASS_SHAPE_NONE when full. */
+static uint32_t shape_of(crater_pass_t *p)
+{
+    uint32_t i = p->cur.hash & (SHAPE_SLOTS - 1);
+    struct shape_slot *sl;
+
+    for (;; i = (i + 1) & (SHAPE_SLOTS - 1)) {
+        sl = &p->shapes[i];
+        if (!sl->used)
+            break;
+        if (sl->hash == p->cur.hash
+            && memcmp(&sl->key, &p->cur.key, sizeof(sl->key)) == 0)
+            return i;
+    }
+    if (p->nshapes >= SHAPE_MAX)
+        return PASS_SHAPE_NONE;
+    p->nshapes++;
+    sl->key = p->cur.key;
+    sl->hash = p->cur.hash;
+    sl->used = true;
+    return i;
+}
+
+/* Position i's job is known to fit nowhere in this pass (its tag). */
+static bool skip_by_tag(const crater_pass_t *p, size_t i)
+{
+    uint32_t sh = p->ord.shape[i];
+
+    /* with a reservation a job's own time limit can let it past the
+     * memo (early), which only ops.job tells */
+    return sh != PASS_SHAPE_NONE && !p->resv_ok
+           && p->shape_failed[sh] == p->stamp;
 }
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -204,11 +268,18 @@ crater_pass_t *crater_pass_create(crater_sched_t *s,
     p->ops = *ops;
     p->arg = arg;
     p->epoch = 1; /* != full_epoch: the first pass is a full one */
-    p->order_stale = true;
     p->stamp = 1;
     p->memo = calloc(MEMO_SLOTS, sizeof(*p->memo));
     if (ops->pending)
         p->why = malloc(MEMO_FILL * sizeof(*p->why));
+    if (params->fixed_requests && !ops->pending && !ops->ready) {
+        p->shapes = calloc(SHAPE_SLOTS, sizeof(*p->shapes));
+        p->shape_failed = calloc(SHAPE_SLOTS, sizeof(*p->shape_failed));
+        if (!p->shapes || !p->shape_failed) {
+            crater_pass_destroy(p);
+            return NULL;
+        }
+    }
     if (!p->memo || (ops->pending && !p->why)) {
         crater_pass_destroy(p);
         return NULL;
@@ -221,15 +292,17 @@ void crater_pass_destroy(crater_pass_t *p)
     if (!p)
         return;
     free(p->fresh);
-    free(p->order);
+    pass__order_free(&p->ord);
     free(p->memo);
     free(p->why);
+    free(p->shapes);
+    free(p->shape_failed);
     free(p);
 }
 
 int crater_pass_queued(crater_pass_t *p, uint64_t id, crater_error_t *err)
 {
-    p->order_stale = true;
+    pass__order_queued(&p->ord, id);
     if (p->nfresh == p->capfresh) {
         size_t cap = p->capfresh ? 2 * p->capfresh : 256;
         uint64_t *f = realloc(p->fresh, cap * sizeof(*f));
@@ -359,7 +432,7 @@ static int place_gang(crater_pass_t *p,
         rc = 0;
     } else {
         /* gangs neither preempt nor reserve yet */
-        memo_add(p, j, CRATER_PASS_WAIT_GANG, &why);
+        memo_add(p, CRATER_PASS_WAIT_GANG, &why);
         pending(p, id, CRATER_PASS_WAIT_GANG, &why);
         rc = 0;
     }
@@ -402,11 +475,16 @@ static int reserve_head(crater_pass_t *p,
     const crater_task_end_t *ends = NULL;
     size_t n;
     crater_error_t e;
+    int rc;
 
     if (!p->prm.backfill || !p->ops.ends || p->resv_ok)
         return 0;
     n = p->ops.ends(p->arg, &ends);
-    p->resv_ok = crater_sched_reserve(p->s, j->req, ends, n, &p->resv, &e) == 0;
+    if (p->prm.ends_heap) /* the host keeps its ends as a heap */
+        rc = crater_sched_reserve_heap(p->s, j->req, ends, n, &p->resv, &e);
+    else
+        rc = crater_sched_reserve(p->s, j->req, ends, n, &p->resv, &e);
+    p->resv_ok = rc == 0;
     if (!p->resv_ok && e.errnum != CRATER_EUNSCHED)
         return crater_errorf(err, e.errnum, "%s", e.text);
     p->resv.head = id;
@@ -485,7 +563,7 @@ static int decide_one(crater_pass_t *p,
         return bind_one(p, id, j, &pl, err);
     if (rc > 0) {
         if (!early)
-            memo_add(p, j, CRATER_PASS_WAIT_BACKFILL, &why);
+            memo_add(p, CRATER_PASS_WAIT_BACKFILL, &why);
         pending(p, id, CRATER_PASS_WAIT_BACKFILL, &why);
         return 0;
     }
@@ -493,7 +571,7 @@ static int decide_one(crater_pass_t *p,
         return rc < 0 ? -1 : 0;
     with_plan(&why, &perr);
     if (!early)
-        memo_add(p, j, CRATER_PASS_WAIT_NOPLAN, &why);
+        memo_add(p, CRATER_PASS_WAIT_NOPLAN, &why);
     if (reserve_head(p, id, j, err) < 0)
         return -1;
     pending(p, id, CRATER_PASS_WAIT_NOPLAN, &why);
@@ -515,7 +593,12 @@ static int ready(crater_pass_t *p, uint64_t id)
     return 0;
 }
 
-static int decide(crater_pass_t *p, uint64_t id, crater_error_t *err)
+/* Decide job id; *tag (a kept order's position, or NULL) learns its
+ * shape when requests are fixed. */
+static int decide(crater_pass_t *p,
+                  uint64_t id,
+                  uint32_t *tag,
+                  crater_error_t *err)
 {
     crater_pass_job_t j = {0};
     const struct memo_slot *m;
@@ -523,9 +606,14 @@ static int decide(crater_pass_t *p, uint64_t id, crater_error_t *err)
 
     if (p->ops.job(p->arg, id, &j) <= 0 || !ready(p, id))
         return 0;
+    p->cur.key = key_of(&j);
+    p->cur.hash = key_hash(&p->cur.key);
+    p->cur.shape = p->shapes ? shape_of(p) : PASS_SHAPE_NONE;
+    if (tag)
+        *tag = p->cur.shape;
     early = p->resv_ok && j.time_limit_ms
             && p->now + j.time_limit_ms <= p->resv.w.shadow_ms;
-    if (!early && (m = memo_get(p, &j))) {
+    if (!early && (m = memo_get(p))) {
         if (p->why)
             pending(p, id, p->why[m->why].kind, &p->why[m->why].err);
         return 0;
@@ -537,33 +625,21 @@ static int decide(crater_pass_t *p, uint64_t id, crater_error_t *err)
 
 /* ---- passes -------------------------------------------------------------- */
 
-static int grow_order(crater_pass_t *p, size_t n, crater_error_t *err)
-{
-    uint64_t *o;
-
-    if (n <= p->caporder)
-        return 0;
-    n = n > 2 * p->caporder ? n : 2 * p->caporder;
-    if (!(o = realloc(p->order, n * sizeof(*o))))
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    p->order = o;
-    p->caporder = n;
-    return 0;
-}
-
-/* Hard deadlines that can no longer be met fail the job. */
+/* Hard deadlines that can no longer be met fail the job (the kept order
+ * drops them at its next merge; until then ops.job skips them). */
 static int expire(crater_pass_t *p, crater_error_t *err)
 {
     size_t n = crater_queue_expired(p->q, p->now, NULL);
+    uint64_t *ids;
 
     if (n == 0)
         return 0;
-    if (grow_order(p, crater_queue_count(p->q), err) < 0)
-        return -1;
-    n = crater_queue_expired(p->q, p->now, p->order);
-    p->order_stale = true; /* the buffer held the cached order */
+    if (!(ids = malloc(n * sizeof(*ids))))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    n = crater_queue_expired(p->q, p->now, ids);
     for (size_t i = 0; i < n; i++)
-        p->ops.fail(p->arg, p->order[i], "hard deadline can no longer be met");
+        p->ops.fail(p->arg, ids[i], "hard deadline can no longer be met");
+    free(ids);
     return 0;
 }
 
@@ -572,15 +648,7 @@ static int order(crater_pass_t *p, crater_error_t *err)
     crater_share_input_t in = {0};
     bool share = p->ops.share && p->ops.share(p->arg, &in) == 0;
 
-    if (!share && !p->order_stale)
-        return 0;
-    p->norder = crater_queue_count(p->q);
-    if (grow_order(p, p->norder, err) < 0)
-        return -1;
-    if (crater_queue_order(p->q, p->now, share ? &in : NULL, p->order, err) < 0)
-        return -1;
-    p->order_stale = false;
-    return 0;
+    return pass__order_update(&p->ord, p->q, p->now, share ? &in : NULL, err);
 }
 
 static int full_pass(crater_pass_t *p, crater_error_t *err)
@@ -590,9 +658,12 @@ static int full_pass(crater_pass_t *p, crater_error_t *err)
     p->st.full_passes++;
     if (order(p, err) < 0)
         return -1;
-    for (size_t i = 0; i < p->norder; i++)
-        if (decide(p, p->order[i], err) < 0)
+    for (size_t i = 0; i < p->ord.n; i++) {
+        if (skip_by_tag(p, i))
+            continue; /* what decide would find in the memo */
+        if (decide(p, p->ord.ids[i], &p->ord.shape[i], err) < 0)
             return -1;
+    }
     return 0;
 }
 
@@ -619,7 +690,7 @@ static int fresh_pass(crater_pass_t *p, size_t n, crater_error_t *err)
     for (size_t i = 0; i < n; i++) {
         if (i && p->fresh[i] == p->fresh[i - 1])
             continue;
-        if (decide(p, p->fresh[i], err) < 0)
+        if (decide(p, p->fresh[i], NULL, err) < 0)
             return -1;
     }
     return 0;

@@ -44,6 +44,7 @@
  *   and only used while the clock has not gone back.
  * - The winner's placement is evaluated once, at the end.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -757,11 +758,15 @@ int crater_sched_plan_preemption(crater_sched_t *s,
 
 int32_t crater_sched_victim_floor(const crater_sched_t *s)
 {
-    int32_t floor = INT32_MAX;
+    int32_t floor = s->npcount ? s->pcount[0].prio : INT32_MAX;
 
+#ifndef NDEBUG /* the kept count against the scan it replaces */
+    int32_t scan = INT32_MAX;
     for (uint32_t i = 0; i < s->tsize; i++)
         if (s->tasks[i].id && s->tasks[i].preemptible
-            && s->tasks[i].priority < floor)
-            floor = s->tasks[i].priority;
+            && s->tasks[i].priority < scan)
+            scan = s->tasks[i].priority;
+    assert(scan == floor);
+#endif
     return floor;
 }

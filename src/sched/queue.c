@@ -116,6 +116,7 @@ struct crater_queue {
     size_t tmask;
     uint64_t age_interval_ms;
     int32_t age_step, age_cap;
+    size_t nhard; /* entries with a hard deadline (expiry scans only then) */
 };
 
 static size_t hash_id(uint64_t x)
@@ -396,6 +397,7 @@ int crater_queue_push(crater_queue_t *q,
     q->items[i] = (item_t){.e = *e, .tenant = t};
     q->items[i].e.tenant = q->tenants[t].name;
     q->idslot[id_slot(q, e->id)] = i;
+    q->nhard += e->hard_deadline;
     return 0;
 }
 
@@ -409,6 +411,7 @@ int crater_queue_remove(crater_queue_t *q, uint64_t id, crater_error_t *err)
                                    "id",
                                    "job %llu is not queued",
                                    (unsigned long long)id);
+    q->nhard -= q->items[i].e.hard_deadline;
     id_delete_slot(q, id_slot(q, id));
     uint32_t last = (uint32_t)(q->n - 1);
     if (i != last) {
@@ -452,6 +455,8 @@ size_t crater_queue_expired(const crater_queue_t *q,
 {
     size_t k = 0;
 
+    if (q->nhard == 0) /* a pass asks every time: no scan without any */
+        return 0;
     for (size_t i = 0; i < q->n; i++) {
         if (!expired(&q->items[i].e, now_ms))
             continue;
@@ -512,6 +517,30 @@ static int cmp_key(const void *pa, const void *pb)
         return a->tenant < b->tenant ? -1 : 1;
     if (a->submit != b->submit)
         return a->submit < b->submit ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+bool crater_queue_order_is_static(const crater_queue_t *q)
+{
+    return q->age_interval_ms == 0 || q->age_step == 0;
+}
+
+/* cmp_key's order where it does not depend on the time or on fair share:
+ * without share input every tenant's share stays 0, so merge_group
+ * interleaves the tenants' runs by submit time, then id. */
+int crater_queue_entry_cmp(const crater_queue_entry_t *a,
+                           const crater_queue_entry_t *b)
+{
+    bool da = a->deadline_ms != 0, db = b->deadline_ms != 0;
+
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (da != db)
+        return da ? -1 : 1;
+    if (da && a->deadline_ms != b->deadline_ms)
+        return a->deadline_ms < b->deadline_ms ? -1 : 1;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms ? -1 : 1;
     return (a->id > b->id) - (a->id < b->id);
 }
 

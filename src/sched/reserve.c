@@ -1,21 +1,27 @@
 /* reserve.c - EASY backfill reservations on the scheduling core (see
  * include/crater/reserve.h for the rule).
  *
- * How the shadow time is found. Tasks that end are grouped by node and
- * sorted by (node, end, id). Each node is then walked on its own: its
- * ending tasks are released in end order with sched__apply (which touches
- * only the node's dynamic state and is undone exactly, as the preemption
- * planner does), and after each distinct end time the head is evaluated
- * with the real filters (sched__eval). The first end time at which it
- * fits is that node's start time for the head; the node is then put back
- * bit for bit. The earliest over nodes wins (ties: lowest node id), and a
- * node whose first ending task ends after the best time found so far is
- * skipped, so a pass reads only the nodes that can still win.
+ * How the shadow time is found. The expected ends are visited in time
+ * order (then task id), as a min-heap gives them up: every task ending at
+ * the next end time is released with sched__apply (which touches only
+ * its node's dynamic state and is undone exactly, as the preemption
+ * planner does), then each node that released something at that time is
+ * evaluated for the head with the real filters (sched__eval), lowest node
+ * id first. The first fit is the shadow time and the head's node: the
+ * earliest time, ties to the lowest node id. Everything released is then
+ * put back in reverse order, bit for bit. A node's filters read only that
+ * node, so a node is evaluated in the state it has once all its tasks
+ * ending by then are released, whatever else is released elsewhere.
  *
- * Cost: O(T log T) for T ending tasks plus one evaluation per distinct end
- * time on the nodes visited; the class index is never touched, except
- * when crater_sched_place_backfill() leaves the head's node out of a
- * second placement (a cordon, undone at once).
+ * Why this way. The pass asks for a reservation on every release of a
+ * saturated cluster, and the running tasks far outnumber those that end
+ * before the head fits. The visit reads only the ends up to the shadow
+ * time: k of them cost O(k log k) and an evaluation per (time, node)
+ * pair, whatever the number of running tasks, when the caller keeps its
+ * ends as a heap (crater_sched_reserve_heap: the simulator maintains one
+ * on start and end). A list in any order is first made into a heap, O(n).
+ * (Before, every end was looked up, sorted by node and walked node by
+ * node: O(n log n) per pass, 25-35% of a time-limited replay, B4.)
  */
 #include "crater/reserve.h"
 
@@ -31,15 +37,10 @@ struct ending {
     const struct task *t;
 };
 
-static int cmp_ending(const void *a, const void *b)
+static bool end_less(const crater_task_end_t *a, const crater_task_end_t *b)
 {
-    const struct ending *x = a, *y = b;
-
-    if (x->node != y->node)
-        return x->node < y->node ? -1 : 1;
-    if (x->end_ms != y->end_ms)
-        return x->end_ms < y->end_ms ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    return a->end_ms < b->end_ms
+           || (a->end_ms == b->end_ms && a->task < b->task);
 }
 
 static int fits(crater_sched_t *s,
@@ -58,47 +59,169 @@ static int fits(crater_sched_t *s,
     return 1;
 }
 
-/* Release e[0..n-1] (one node's, in end order) until r fits; *at the end
- * time that made it fit. Everything released is put back. 1 when it fits
- * by best (exclusive), 0 otherwise. */
-static int walk_node(crater_sched_t *s,
-                     const crater_request_t *r,
-                     const struct ending *e,
-                     size_t n,
-                     uint64_t best,
-                     uint64_t *at)
+/* ---- visiting a heap of ends in order ------------------------------------ */
+
+/* The heap h[0..n-1] is left alone; a second heap of its indices holds
+ * the frontier (the children of what was taken). */
+struct visit {
+    const crater_task_end_t *h;
+    size_t n;
+    size_t *idx, nidx;
+};
+
+static bool idx_less(const struct visit *v, size_t a, size_t b)
 {
-    size_t i = 0, k;
+    return end_less(&v->h[v->idx[a]], &v->h[v->idx[b]]);
+}
+
+static void idx_push(struct visit *v, size_t i)
+{
+    size_t k = v->nidx++;
+
+    v->idx[k] = i;
+    while (k > 0 && idx_less(v, k, (k - 1) / 2)) {
+        size_t up = (k - 1) / 2, t = v->idx[up];
+        v->idx[up] = v->idx[k];
+        v->idx[k] = t;
+        k = up;
+    }
+}
+
+/* The next end in order (v->nidx > 0). */
+static const crater_task_end_t *idx_pop(struct visit *v)
+{
+    size_t top = v->idx[0], k = 0;
+
+    v->idx[0] = v->idx[--v->nidx];
+    for (;;) {
+        size_t c = 2 * k + 1, t;
+        if (c >= v->nidx)
+            break;
+        if (c + 1 < v->nidx && idx_less(v, c + 1, c))
+            c++;
+        if (!idx_less(v, c, k))
+            break;
+        t = v->idx[c];
+        v->idx[c] = v->idx[k];
+        v->idx[k] = t;
+        k = c;
+    }
+    if (2 * top + 1 < v->n)
+        idx_push(v, 2 * top + 1);
+    if (2 * top + 2 < v->n)
+        idx_push(v, 2 * top + 2);
+    return &v->h[top];
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+/* What was released so far, in release order. */
+struct walk {
+    struct ending *e;
+    size_t n, cap;
+};
+
+static int walk_add(struct walk *w, const struct ending *x)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        struct ending *e = realloc(w->e, cap * sizeof(*e));
+        if (!e)
+            return -1;
+        w->e = e;
+        w->cap = cap;
+    }
+    w->e[w->n++] = *x;
+    return 0;
+}
+
+/* Release every task ending at the next end time; -1 on ENOMEM. */
+static int release_next(crater_sched_t *s, struct visit *v, struct walk *w)
+{
+    uint64_t t = v->h[v->idx[0]].end_ms;
+
+    while (v->nidx && v->h[v->idx[0]].end_ms == t) {
+        const crater_task_end_t *x = idx_pop(v);
+        const struct task *k = sched__task_find(s, x->task);
+        if (!k)
+            continue; /* not the core's: skipped */
+        if (walk_add(w, &(struct ending){k->p.node, t, k->id, k}) < 0)
+            return -1;
+        sched__apply(s, &k->p, -1);
+    }
+    return 0;
+}
+
+static int cmp_node(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Of the nodes released from w->e[from..], the lowest that fits r now;
+ * UINT32_MAX when none. nodes has room for w->n - from. */
+static uint32_t first_fit(crater_sched_t *s,
+                          const crater_request_t *r,
+                          const struct walk *w,
+                          size_t from,
+                          uint32_t *nodes)
+{
+    size_t m = 0;
+
+    for (size_t i = from; i < w->n; i++)
+        nodes[m++] = w->e[i].node;
+    qsort(nodes, m, sizeof(*nodes), cmp_node);
+    for (size_t i = 0; i < m; i++)
+        if ((i == 0 || nodes[i] != nodes[i - 1]) && fits(s, nodes[i], r, NULL))
+            return nodes[i];
+    return UINT32_MAX;
+}
+
+/* Walk the ends in order until r fits: *at, *node. 1 found, 0 not, -1
+ * ENOMEM. Everything released is put back (w keeps the list). */
+static int walk(crater_sched_t *s,
+                const crater_request_t *r,
+                struct visit *v,
+                struct walk *w,
+                uint64_t *at,
+                uint32_t *node)
+{
+    uint32_t *nodes = NULL;
     int found = 0;
 
-    while (i < n && e[i].end_ms < best && !found) {
-        for (k = i; k < n && e[k].end_ms == e[i].end_ms; k++)
-            sched__apply(s, &e[k].t->p, -1);
-        if (fits(s, e[i].node, r, NULL)) {
-            *at = e[i].end_ms;
+    while (!found && v->nidx) {
+        size_t from = w->n;
+        void *p;
+        if (release_next(s, v, w) < 0
+            || !(p = realloc(nodes, (w->n - from + 1) * sizeof(*nodes)))) {
+            found = -1;
+            break;
+        }
+        nodes = p;
+        *node = first_fit(s, r, w, from, nodes);
+        if (*node != UINT32_MAX) {
+            *at = w->e[w->n - 1].end_ms;
             found = 1;
         }
-        i = k;
     }
-    while (i-- > 0)
-        sched__apply(s, &e[i].t->p, +1);
+    for (size_t i = w->n; i-- > 0;)
+        sched__apply(s, &w->e[i].t->p, +1);
+    free(nodes);
     return found;
 }
 
 /* What the head's node has free at the shadow time once the head runs:
- * e[0..n-1] are that node's ending tasks, released up to shadow. */
+ * w->e holds, in end order, every task ending by then. */
 static void fill_extra(crater_sched_t *s,
                        const crater_request_t *r,
-                       const struct ending *e,
-                       size_t n,
+                       const struct walk *w,
+                       uint32_t node,
                        crater_reservation_t *out)
 {
-    size_t k = 0;
-    uint32_t node;
-
-    while (k < n && e[k].end_ms <= out->w.shadow_ms)
-        sched__apply(s, &e[k++].t->p, -1);
-    node = e[0].node;
+    for (size_t k = 0; k < w->n; k++)
+        if (w->e[k].node == node)
+            sched__apply(s, &w->e[k].t->p, -1);
     fits(s, node, r, &out->placement);
     sched__apply(s, &out->placement, +1);
     memset(out->w.extra, 0, sizeof(out->w.extra));
@@ -107,26 +230,61 @@ static void fill_extra(crater_sched_t *s,
     out->w.extra[CRATER_QDIM_CPU] = (double)s->dyn[node].cpu_free;
     out->w.extra[CRATER_QDIM_MEM] = (double)s->dyn[node].mem_free;
     sched__apply(s, &out->placement, -1);
-    while (k-- > 0)
-        sched__apply(s, &e[k].t->p, +1);
+    for (size_t k = w->n; k-- > 0;)
+        if (w->e[k].node == node)
+            sched__apply(s, &w->e[k].t->p, +1);
 }
 
-static struct ending *collect(const crater_sched_t *s,
-                              const crater_task_end_t *ends,
+int crater_sched_reserve_heap(crater_sched_t *s,
+                              const crater_request_t *head,
+                              const crater_task_end_t *heap,
                               size_t n,
-                              size_t *m)
+                              crater_reservation_t *out,
+                              crater_error_t *err)
 {
-    struct ending *e = malloc((n ? n : 1) * sizeof(*e));
+    struct visit v = {heap, n, malloc((n + 1) * sizeof(size_t)), 0};
+    struct walk w = {0};
+    uint64_t at = 0;
+    uint32_t node = 0;
+    int rc = -1;
 
-    *m = 0;
-    for (size_t i = 0; e && i < n; i++) {
-        const struct task *t = sched__task_find(s, ends[i].task);
-        if (t)
-            e[(*m)++] = (struct ending){t->p.node, ends[i].end_ms, t->id, t};
+    if (v.idx && n)
+        idx_push(&v, 0);
+    if (v.idx)
+        rc = walk(s, head, &v, &w, &at, &node);
+    if (rc < 0)
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    else if (rc == 0)
+        crater_errorf(err,
+                      CRATER_EUNSCHED,
+                      "no reservation: the head fits nowhere even "
+                      "after every task with a time limit ended");
+    else {
+        memset(out, 0, sizeof(*out));
+        out->w.shadow_ms = at;
+        fill_extra(s, head, &w, node, out);
     }
-    if (e)
-        qsort(e, *m, sizeof(*e), cmp_ending);
-    return e;
+    free(v.idx);
+    free(w.e);
+    return rc > 0 ? 0 : -1;
+}
+
+static void sift_down(crater_task_end_t *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        crater_task_end_t t;
+        if (c >= n)
+            return;
+        if (c + 1 < n && end_less(&h[c + 1], &h[c]))
+            c++;
+        if (!end_less(&h[c], &h[i]))
+            return;
+        t = h[c];
+        h[c] = h[i];
+        h[i] = t;
+        i = c;
+    }
 }
 
 int crater_sched_reserve(crater_sched_t *s,
@@ -136,35 +294,18 @@ int crater_sched_reserve(crater_sched_t *s,
                          crater_reservation_t *out,
                          crater_error_t *err)
 {
-    size_t m, i = 0, bi = 0, bn = 0;
-    uint64_t best = UINT64_MAX, at;
-    struct ending *e = collect(s, ends, n, &m);
+    crater_task_end_t *h = malloc((n ? n : 1) * sizeof(*h));
+    int rc;
 
-    if (!e)
+    if (!h)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    while (i < m) {
-        size_t k = i;
-        while (k < m && e[k].node == e[i].node)
-            k++;
-        if (walk_node(s, head, e + i, k - i, best, &at)) {
-            best = at;
-            bi = i;
-            bn = k - i;
-        }
-        i = k;
-    }
-    if (best == UINT64_MAX) {
-        free(e);
-        return crater_errorf(err,
-                             CRATER_EUNSCHED,
-                             "no reservation: the head fits nowhere even "
-                             "after every task with a time limit ended");
-    }
-    memset(out, 0, sizeof(*out));
-    out->w.shadow_ms = best;
-    fill_extra(s, head, e + bi, bn, out);
-    free(e);
-    return 0;
+    if (n)
+        memcpy(h, ends, n * sizeof(*h));
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(h, n, i);
+    rc = crater_sched_reserve_heap(s, head, h, n, out, err);
+    free(h);
+    return rc;
 }
 
 /* p shares a GPU with the head's reserved placement. */

@@ -768,6 +768,48 @@ START_TEST(order_large)
 }
 END_TEST
 
+/* Without share input and age boost the order is crater_queue_entry_cmp's
+ * (what the pass merges by), whatever the tenants. */
+START_TEST(entry_cmp_is_the_order)
+{
+    enum {
+        N = 3000
+    };
+    crater_queue_t *q = crater_queue_create();
+    uint64_t *out = malloc(N * sizeof(*out));
+    const crater_queue_entry_t **e = malloc(N * sizeof(*e));
+    char name[8];
+    crater_error_t err;
+    size_t n;
+
+    srand(5);
+    for (uint64_t i = 1; i <= N; i++) {
+        snprintf(name, sizeof(name), "t%d", rand() % 7);
+        push_ok(q,
+                ent(i * 7919 % 100003,
+                    name,
+                    (rand() % 3 - 1) * 1000,
+                    rand() % 4 ? 0 : 1 + rand() % 50,
+                    (uint64_t)(rand() % 40)));
+    }
+    for (uint64_t i = 1; i <= N; i += 3)
+        crater_queue_remove(q, i * 7919 % 100003, NULL);
+    n = crater_queue_count(q);
+    ck_assert(crater_queue_order_is_static(q));
+    ck_assert_int_eq(crater_queue_order(q, 12345, NULL, out, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        e[i] = crater_queue_get(q, out[i]);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_int_lt(crater_queue_entry_cmp(e[i - 1], e[i]), 0);
+    ck_assert_int_eq(crater_queue_entry_cmp(e[0], e[0]), 0);
+    ck_assert_int_eq(crater_queue_set_age_boost(q, 1000, 1, 10, &err), 0);
+    ck_assert(!crater_queue_order_is_static(q));
+    free(e);
+    free(out);
+    crater_queue_destroy(q);
+}
+END_TEST
+
 /* ---- backfill ---------------------------------------------------------- */
 
 START_TEST(backfill_cases)
@@ -959,6 +1001,7 @@ int main(void)
     tcase_add_test(tc, push_remove_many);
     tcase_add_loop_test(tc, order_matches_reference, 0, 5);
     tcase_add_test(tc, order_large);
+    tcase_add_test(tc, entry_cmp_is_the_order);
     tcase_add_test(tc, backfill_cases);
     tcase_add_test(tc, backfill_commit_consumes_extra);
     tcase_add_test(tc, doc_worked_example_order);

@@ -6,6 +6,7 @@
  * away from the head's node), and that the core is unchanged afterwards.
  */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "crater/reserve.h"
@@ -242,6 +243,182 @@ START_TEST(placed_away_from_the_head_node)
 }
 END_TEST
 
+/* ---- differential: the walk in time order against its definition ------ */
+
+#define RND_NODES 4
+#define RND_TASKS 24
+
+struct rnd {
+    crater_sched_t *s;
+    crater_request_t req[RND_TASKS + 1];
+    crater_placement_t pl[RND_TASKS + 1];
+    crater_task_end_t ends[RND_TASKS];
+    size_t nends;
+    uint64_t seed;
+};
+
+static uint32_t rnd_next(struct rnd *x, uint32_t n)
+{
+    x->seed = x->seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(x->seed >> 33) % n;
+}
+
+/* Random tasks on random nodes; most get an expected end (few distinct
+ * times, so that ends tie), some run for ever. */
+static void rnd_fill(struct rnd *x)
+{
+    crater_error_t err;
+
+    x->s = nodes(RND_NODES);
+    x->nends = 0;
+    for (uint64_t id = 1; id <= RND_TASKS; id++) {
+        uint32_t node = rnd_next(x, RND_NODES),
+                 n = crater_sched_node_count(x->s);
+        x->req[id] = rnd_next(x, 3) ? req_slice(1 + rnd_next(x, 3), 0)
+                                    : req_slice(1, 10240);
+        for (uint32_t i = 0; i < n; i++)
+            crater_sched_set_cordoned(x->s, i, i != node);
+        if (crater_sched_place(x->s, &x->req[id], &x->pl[id], NULL) == 0) {
+            ck_assert_int_eq(crater_sched_commit(x->s,
+                                                 id,
+                                                 &x->req[id],
+                                                 &x->pl[id],
+                                                 &err),
+                             0);
+            if (rnd_next(x, 5))
+                x->ends[x->nends++] =
+                    (crater_task_end_t){id, 100 * (1 + rnd_next(x, 4))};
+        }
+        for (uint32_t i = 0; i < n; i++)
+            crater_sched_set_cordoned(x->s, i, false);
+    }
+}
+
+/* Does head fit on node alone? */
+static bool fits_on(crater_sched_t *s,
+                    const crater_request_t *head,
+                    uint32_t node)
+{
+    crater_placement_t p;
+    bool ok;
+
+    for (uint32_t i = 0; i < RND_NODES; i++)
+        crater_sched_set_cordoned(s, i, i != node);
+    ok = crater_sched_place(s, head, &p, NULL) == 0;
+    for (uint32_t i = 0; i < RND_NODES; i++)
+        crater_sched_set_cordoned(s, i, false);
+    return ok;
+}
+
+/* Tasks ending by t released (sign -1) or committed again (+1). */
+static void rnd_release(struct rnd *x, uint64_t t, int sign)
+{
+    crater_error_t err;
+
+    for (size_t i = 0; i < x->nends; i++) {
+        uint64_t id = x->ends[i].task;
+        if (x->ends[i].end_ms > t)
+            continue;
+        if (sign < 0)
+            ck_assert_int_eq(crater_sched_release(x->s, id, &err), 0);
+        else
+            ck_assert_int_eq(crater_sched_commit(x->s,
+                                                 id,
+                                                 &x->req[id],
+                                                 &x->pl[id],
+                                                 &err),
+                             0);
+    }
+}
+
+/* The definition: the earliest end time at which head fits on some node
+ * once every task ending by then has ended, and the lowest such node. */
+static bool reference(struct rnd *x,
+                      const crater_request_t *head,
+                      uint64_t *at,
+                      uint32_t *node)
+{
+    for (uint64_t t = 100; t <= 400; t += 100) {
+        bool found = false;
+        rnd_release(x, t, -1);
+        for (uint32_t n = 0; n < RND_NODES && !found; n++)
+            found = fits_on(x->s, head, n);
+        for (uint32_t n = 0; found && n < RND_NODES; n++)
+            if (fits_on(x->s, head, n)) {
+                *node = n;
+                break;
+            }
+        rnd_release(x, t, +1);
+        if (found) {
+            *at = t;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int cmp_end(const void *a, const void *b)
+{
+    const crater_task_end_t *x = a, *y = b;
+
+    if (x->end_ms != y->end_ms)
+        return x->end_ms < y->end_ms ? -1 : 1;
+    return (x->task > y->task) - (x->task < y->task);
+}
+
+/* Both entry points (a list in any order, a heap: a sorted array is one)
+ * give the reservation the definition gives, and leave the core as it
+ * was. 200 random clusters, every head shape that fits nowhere now. */
+START_TEST(reservation_matches_definition)
+{
+    struct rnd x = {.seed = 7};
+    size_t checked = 0, found = 0;
+
+    for (int round = 0; round < 200; round++) {
+        rnd_fill(&x);
+        for (uint32_t g = 1; g <= 8; g++) {
+            crater_request_t head = req_slice(g, 0);
+            crater_reservation_t a, b;
+            crater_task_end_t sorted[RND_TASKS];
+            crater_error_t err;
+            uint64_t at = 0;
+            uint32_t node = 0;
+            bool want;
+            int ra, rb;
+            if (fits(x.s, head))
+                continue;
+            want = reference(&x, &head, &at, &node);
+            ra = crater_sched_reserve(x.s, &head, x.ends, x.nends, &a, &err);
+            memcpy(sorted, x.ends, x.nends * sizeof(*sorted));
+            qsort(sorted, x.nends, sizeof(*sorted), cmp_end);
+            rb = crater_sched_reserve_heap(x.s,
+                                           &head,
+                                           sorted,
+                                           x.nends,
+                                           &b,
+                                           &err);
+            ck_assert_int_eq(ra, want ? 0 : -1);
+            ck_assert_int_eq(rb, ra);
+            ck_assert(!fits(x.s, head)); /* the core is unchanged */
+            checked++;
+            if (!want)
+                continue;
+            found++;
+            ck_assert_uint_eq(a.w.shadow_ms, at);
+            ck_assert_uint_eq(a.placement.node, node);
+            ck_assert_uint_eq(a.placement.ngpus, g);
+            ck_assert(memcmp(&a.placement, &b.placement, sizeof(a.placement))
+                      == 0);
+            ck_assert(memcmp(&a.w, &b.w, sizeof(a.w)) == 0);
+        }
+        crater_sched_destroy(x.s);
+    }
+    ck_assert_uint_gt(checked, 200);
+    ck_assert_uint_gt(found, 100);
+    ck_assert_uint_gt(checked - found, 10);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("reserve");
@@ -254,6 +431,7 @@ int main(void)
     tcase_add_test(tc, earliest_node_wins);
     tcase_add_test(tc, verdicts_on_the_head_node);
     tcase_add_test(tc, placed_away_from_the_head_node);
+    tcase_add_test(tc, reservation_matches_definition);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
