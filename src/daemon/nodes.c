@@ -705,9 +705,10 @@ void node_send_stop(crater_daemon_t *d, djob_t *j, const char *reason)
 
 static void watermark_stop(crater_daemon_t *d, dnode_t *n, djob_t *j)
 {
+    crater_proto_notice_t was = j->stop_notice;
     char reason[256];
 
-    j->stop_notice = CRATER_NOTICE_MEMORY;
+    j->stop_notice = CRATER_NOTICE_MEMORY; /* rides on the stop order */
     snprintf(reason,
              sizeof(reason),
              "requeued: GPU memory measured on %s went past "
@@ -715,8 +716,10 @@ static void watermark_stop(crater_daemon_t *d, dnode_t *n, djob_t *j)
              "the newest task on the GPU goes",
              n->name,
              d->cfg.scheduler.safety_watermark * 100);
-    if (job_apply(d, j, JE_PREEMPT, reason) < 0) /* stops it */
+    if (job_apply(d, j, JE_PREEMPT, reason) < 0) { /* stops it */
+        j->stop_notice = was;
         return;
+    }
     declog_write(d,
                  json_pack("{s:I, s:s, s:I, s:s, s:s}",
                            "time_ms",
@@ -741,7 +744,8 @@ void node_watermark(crater_daemon_t *d, dnode_t *n)
                                                 CRATER_MAX_GPUS_PER_NODE);
 
     for (uint32_t i = 0; i < k; i++) {
-        djob_t *j = job_find(d, ids[i]);
+        /* a gang's tasks carry their replica: one stop per job */
+        djob_t *j = job_find(d, task_job_id(ids[i]));
         if (j && (j->state == JS_BOUND || j->state == JS_RUNNING))
             watermark_stop(d, n, j);
     }

@@ -93,6 +93,26 @@ api GET "/api/v1/jobs/$s1" "$admin"; expect "the older task stays" 200 '.state =
 # (the decision log is flushed by the scheduler thread: wait for it)
 until_ 10 'grep -q "\"decision\":\"watermark\",\"job\":$s3" "$tmp/data/decisions.log"' && ok || bad "watermark decision logged"
 
+# ---- 1b. the watermark stops a gang too (its tasks carry their replica) -------
+up "$tmp/oc.yaml"
+submit w1 "$slice"; w1=$id
+submit w2 "$slice"; w2=$id
+until_ 5 'api GET "/api/v1/jobs/$w2" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "w1, w2 bound"
+submit wg "$slice" "replicas: 2" "gang: true"; wg=$id
+until_ 5 'api GET "/api/v1/jobs/$wg" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "the gang bound, overcommitted"
+started "$w1" "$w2"
+for r in 0 1; do
+    printf '{"events":[{"job":"%s","attempt":1,"replica":%d,"event":"started","pid":1}]}' "$wg" "$r" >"$tmp/e"
+    api POST "/api/v1/agents/$node/events" "$agent" "$tmp/e"
+done
+printf '{"util":{"cpu":0.1,"memory":0.1,"disk":0,"gpus":[{"index":0,"util":0.5,"memory_used_bytes":%s},{"index":1,"util":0.5,"memory_used_bytes":%s}]},"tasks":[]}' \
+    $(( 75000 * 1048576 )) $(( 75000 * 1048576 )) >"$tmp/h"
+api POST "/api/v1/agents/$node/heartbeat" "$agent" "$tmp/h"
+api GET "/api/v1/jobs/$wg" "$admin"
+expect "watermark: the overcommitted gang is stopped as a unit" 200 \
+    '.state == "preempting" and ([.history[].reason] | map(select(. != null and test("safetyWatermark"))) | length > 0)'
+api GET "/api/v1/jobs/$w1" "$admin"; expect "the older task stays" 200 '.state == "running"'
+
 # ---- 2. preemption --------------------------------------------------------------
 printf 'scheduler:\n  preemptionMinRuntime: 3s\n' >"$tmp/pre.yaml"
 up "$tmp/pre.yaml"
