@@ -593,6 +593,32 @@ static int ready(crater_pass_t *p, uint64_t id)
     return 0;
 }
 
+/* A gang behind a reserved head (of its priority or higher) starts only
+ * when its time limit ends it before the head's start: the core places a
+ * gang as a whole and cannot yet tell whether it keeps out of the head's
+ * reserved resources, so one that might delay the head waits (it used to
+ * be placed, and took what the head was promised). 1 when j waits. */
+static bool gang_behind_head(crater_pass_t *p,
+                             uint64_t id,
+                             const crater_pass_job_t *j,
+                             bool early)
+{
+    crater_error_t why = {.errnum = CRATER_EUNSCHED};
+
+    if (!p->resv_ok || j->req->priority > p->resv_prio || id == p->resv.head
+        || early)
+        return false;
+    if (p->why)
+        snprintf(why.text,
+                 sizeof(why.text),
+                 "gang waits behind the reservation of job %" PRIu64
+                 " (it could delay that job's start; a gang backfills only "
+                 "when its timeLimit ends it first)",
+                 p->resv.head);
+    pending(p, id, CRATER_PASS_WAIT_BACKFILL, &why);
+    return true;
+}
+
 /* Decide job id; *tag (a kept order's position, or NULL) learns its
  * shape when requests are fixed. */
 static int decide(crater_pass_t *p,
@@ -619,7 +645,8 @@ static int decide(crater_pass_t *p,
         return 0;
     }
     if (j.replicas > 1)
-        return place_gang(p, id, &j, err);
+        return gang_behind_head(p, id, &j, early) ? 0
+                                                  : place_gang(p, id, &j, err);
     return decide_one(p, id, &j, early, err);
 }
 

@@ -113,6 +113,21 @@ expect "watermark: the overcommitted gang is stopped as a unit" 200 \
     '.state == "preempting" and ([.history[].reason] | map(select(. != null and test("safetyWatermark"))) | length > 0)'
 api GET "/api/v1/jobs/$w1" "$admin"; expect "the older task stays" 200 '.state == "running"'
 
+# ---- 1c. a gang does not jump the head's reservation (EASY) -----------------
+printf 'scheduler:\n  gpuContextOverhead: 0\n' >"$tmp/plain.yaml"
+up "$tmp/plain.yaml"
+submit r1 "timeLimit: 1h" "resources: {gpu: {count: 1}, cpu: 1, memory: 1Gi}"; r1=$id
+until_ 5 'api GET "/api/v1/jobs/$r1" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "r1 bound"
+started "$r1"
+submit head "resources: {gpu: {count: 2}, cpu: 1, memory: 1Gi}"; hd=$id
+submit gl "replicas: 2" "gang: true" "resources: {gpu: {count: 1, memory: 10Gi}, cpu: 1, memory: 1Gi}"; gl=$id
+submit gs "replicas: 2" "gang: true" "timeLimit: 1m" "resources: {gpu: {count: 1, memory: 10Gi}, cpu: 1, memory: 1Gi}"; gs=$id
+until_ 5 'api GET "/api/v1/jobs/$gs" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "a gang that ends before the head's start backfills"
+api GET "/api/v1/jobs/$gl" "$admin"
+expect "a gang that could delay the head waits behind its reservation" 200 \
+    ".state == \"pending\" and (.reason | test(\"reservation of job $hd\"))"
+api GET "/api/v1/jobs/$hd" "$admin"; expect "the head still waits for r1" 200 '.state == "pending"'
+
 # ---- 2. preemption --------------------------------------------------------------
 printf 'scheduler:\n  preemptionMinRuntime: 3s\n' >"$tmp/pre.yaml"
 up "$tmp/pre.yaml"
