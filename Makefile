@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all cli deps test-deps test format format-check clean fuzz tsan
+.PHONY: all cli deps test-deps test format format-check layers clean fuzz tsan
 
 all: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -28,7 +28,7 @@ test-deps:
 
 # The release tree (gcc -O2) is built too: its -Werror catches warnings that
 # only the optimiser sees, which the README's first command would hit.
-test: test-deps all
+test: test-deps format-check layers all
 	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	    -DCRATER_SANITIZE=ON -DCRATER_FUZZ=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
@@ -57,6 +57,10 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror $(SOURCES)
+
+# No include points up a floor (scripts/check-layers.sh, doc/design.md).
+layers:
+	@scripts/check-layers.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

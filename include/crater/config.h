@@ -143,4 +143,9 @@ char *crater_config_markdown(void);
  * 2^32-2) for "FIRST-LAST", 0 for "none", -1 when malformed. */
 int crater_config_uid_range(const char *text, uint32_t *first, uint32_t *last);
 
+/* The scheduling policies scheduler.policy may name, default first,
+ * NULL-terminated (static). The scheduler implements each of them
+ * (crater_sched_policy_names() returns this list). */
+const char *const *crater_config_policy_names(void);
+
 #endif /* CRATER_CONFIG_H */

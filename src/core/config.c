@@ -33,7 +33,6 @@
 
 #include "crater/doc.h"
 #include "crater/kb.h"
-#include "crater/sched.h"
 #include "crater/units.h"
 
 typedef enum row_type {
@@ -652,11 +651,28 @@ static int dec_row(crater_dec_t *d,
 
 /* HOST:PORT with a port in 1..65535 ("127.0.0.1:7480", "[::1]:7480",
  * ":7480" for every address). */
+const char *const *crater_config_policy_names(void)
+{
+    static const char *const names[] = {
+        "crater",
+        "random",
+        "dotprod",
+        "gpuclustering",
+        "gpupacking",
+        "bestfit",
+        "fgd",
+        "k8s",
+        NULL,
+    };
+
+    return names;
+}
+
 /* scheduler.policy must name a policy the core implements. */
 static int check_policy(crater_dec_t *d, const void *field)
 {
     const char *s = *(char *const *)field;
-    const char *const *names = crater_sched_policy_names();
+    const char *const *names = crater_config_policy_names();
     char list[256] = "";
     size_t len = 0;
 

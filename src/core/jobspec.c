@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crater/queue.h"
+#include "crater/priority.h"
 
 #define DEFAULT_TENANT "default"
 #define DEFAULT_GRACE_MS 30000

@@ -34,6 +34,31 @@ static int place_commit(crater_sched_t *s,
 }
 
 /* a2-a100: one node, 2 x A100 80GB PCIe (81920 MiB each). */
+/* Every policy name the configuration accepts (config.c lists them, on the
+   core floor) is one the scheduler implements, and an unknown one is
+   refused naming the policies. */
+START_TEST(every_configured_policy_is_implemented)
+{
+    const char *const *names = crater_config_policy_names();
+    crater_sched_t *s = crater_sched_create(&cfg, kb, NULL);
+    crater_error_t err;
+    size_t n = 0;
+
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_eq(crater_sched_policy_names(), names);
+    for (; names[n]; n++) {
+        ck_assert_msg(crater_sched_set_policy(s, names[n], &err) == 0,
+                      "%s: %s",
+                      names[n],
+                      err.text);
+        ck_assert_str_eq(crater_sched_policy(s), names[n]);
+    }
+    ck_assert_uint_ge(n, 8);
+    ck_assert_int_eq(crater_sched_set_policy(s, "no-such", &err), -1);
+    crater_sched_destroy(s);
+}
+END_TEST
+
 START_TEST(slice_accounting_boundaries)
 {
     crater_sched_t *s;
@@ -487,6 +512,7 @@ int main(void)
     int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, every_configured_policy_is_implemented);
     tcase_add_test(tc, slice_accounting_boundaries);
     tcase_add_test(tc, max_tasks_per_gpu);
     tcase_add_test(tc, whole_gpu_needs_a_free_gpu);
