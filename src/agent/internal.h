@@ -95,6 +95,8 @@ typedef struct atask {
      * (notice_fd_held: t still owns notice_fd) */
     int notice_fd;
     bool notice_fd_held;
+    char notice_name[48];         /* "crater-<32 hex>" (no '@'), or "": kept in
+                                     task.json so an adoption binds it again */
     crater_proto_notice_t notice; /* why it is being stopped; NONE */
     bool notice_acked;            /* the task acknowledged the notice */
     /* reports for craterd, oldest first, sent by the event thread */
@@ -270,6 +272,10 @@ int ckenv_setup(crater_agent_t *a,
 /* Close t's socket if the notice thread has not taken it, remove its
  * directory. */
 void ckenv_cleanup(atask_t *t);
+/* An adopted task (taskstate.c): listen again on the name its record
+ * keeps (t->notice_name), so its CRATER_AGENT_SOCKET works under the new
+ * agent. A name that cannot be bound is a warning (SIGTERM only). */
+void ckenv_adopt(crater_agent_t *a, atask_t *t);
 /* Queue a checkpoint report (moved: *c is zeroed) / a progress step for
  * craterd; the oldest report goes when AGENT_CKQ_MAX are unsent. */
 void ckenv_report(crater_agent_t *a, atask_t *t, crater_proto_ckpt_t *c);
