@@ -12,10 +12,12 @@
  * Under Crater ($CRATER_AGENT_SOCKET set) it reports each checkpoint and
  * its progress to the agent and, after each save, asks whether a
  * preemption notice came; on one it acknowledges it and exits (the job
- * is requeued and resumes from that save). Outside Crater the agent calls
- * are skipped.
+ * is requeued and resumes from that save). SIGTERM, which comes with the
+ * notice, makes it save at the step it reached first. Outside Crater the
+ * agent calls are skipped and SIGTERM keeps its default action.
  * Build: cc toy_train.c -lcrater-ckpt (no other dependency).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,14 @@
 #include "crater/ckpt.h"
 
 #define DIM 256
+
+static volatile sig_atomic_t term; /* SIGTERM came: save and stop */
+
+static void on_term(int sig)
+{
+    (void)sig;
+    term = 1;
+}
 
 static void train_step(double *w, uint64_t step)
 {
@@ -117,13 +127,17 @@ int main(int argc, char **argv)
     if (!every || !(ck = crater_ckpt_open(argv[1], &o, &err)))
         return fprintf(stderr, "toy_train: %s\n", every ? err.text : "EVERY 0"),
                1;
+    if (crater_ckpt_agent_available(NULL))
+        signal(SIGTERM, on_term);
     for (step = resume(ck, w); step < steps;) {
         int rc = 0;
         train_step(w, step++);
         if (pause)
             usleep((useconds_t)pause);
-        if (step % every == 0 || step == steps)
+        if (term || step % every == 0 || step == steps)
             rc = save(ck, step, w);
+        if (term && rc == 0)
+            rc = 1; /* SIGTERM without a notice: stop all the same */
         if (rc < 0)
             return 1;
         if (rc > 0 && step < steps) { /* preempted: resumes from here */
