@@ -9,8 +9,15 @@
  * starting it again reaches the same final weights, bit for bit, as a run
  * that was never interrupted. It prints the SHA-256 of the final weights.
  * USLEEP slows each step down so that a test can kill it mid-run.
+ * Under Crater ($CRATER_AGENT_SOCKET set) it reports each checkpoint and
+ * its progress to the agent and, after each save, asks whether a
+ * preemption notice came; on one it acknowledges it and exits (the job
+ * is requeued and resumes from that save). SIGTERM, which comes with the
+ * notice, makes it save at the step it reached first. Outside Crater the
+ * agent calls are skipped and SIGTERM keeps its default action.
  * Build: cc toy_train.c -lcrater-ckpt (no other dependency).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +26,14 @@
 #include "crater/ckpt.h"
 
 #define DIM 256
+
+static volatile sig_atomic_t term; /* SIGTERM came: save and stop */
+
+static void on_term(int sig)
+{
+    (void)sig;
+    term = 1;
+}
 
 static void train_step(double *w, uint64_t step)
 {
@@ -55,16 +70,43 @@ static uint64_t resume(crater_ckpt_t *ck, double *w)
     return step;
 }
 
+/* Tell the agent about the save; 1 when a preemption notice came. */
+static int tell_agent(const crater_ckpt_stats_t *st)
+{
+    crater_ckpt_notice_t n;
+    crater_error_t err;
+
+    if (!crater_ckpt_agent_available(NULL))
+        return 0;
+    if (crater_ckpt_agent_report(NULL, st, NULL, &err) < 0
+        || crater_ckpt_agent_progress(NULL, st->step, &err) < 0
+        || crater_ckpt_agent_wait_notice(NULL, 0, &n, &err) < 0) {
+        fprintf(stderr, "toy_train: agent: %s\n", err.text);
+        return 0; /* SIGTERM still comes */
+    }
+    if (!n.preempt)
+        return 0;
+    fprintf(stderr,
+            "toy_train: notice: %s, %lld ms left; saved step %llu\n",
+            n.reason,
+            (long long)n.deadline_ms,
+            (unsigned long long)st->step);
+    crater_ckpt_agent_ack(NULL, NULL);
+    return 1;
+}
+
+/* -1 on failure, 1 when preempted, else 0. */
 static int save(crater_ckpt_t *ck, uint64_t step, const double *w)
 {
     crater_ckpt_entry_t e[] = {{"weights", w, DIM * sizeof(*w)}};
+    crater_ckpt_stats_t st;
     crater_error_t err;
 
-    if (crater_ckpt_save(ck, step, e, 1, NULL, &err) < 0) {
+    if (crater_ckpt_save(ck, step, e, 1, &st, &err) < 0) {
         fprintf(stderr, "toy_train: save: %s\n", err.text);
         return -1;
     }
-    return 0;
+    return tell_agent(&st);
 }
 
 int main(int argc, char **argv)
@@ -85,12 +127,23 @@ int main(int argc, char **argv)
     if (!every || !(ck = crater_ckpt_open(argv[1], &o, &err)))
         return fprintf(stderr, "toy_train: %s\n", every ? err.text : "EVERY 0"),
                1;
+    if (crater_ckpt_agent_available(NULL))
+        signal(SIGTERM, on_term);
     for (step = resume(ck, w); step < steps;) {
+        int rc = 0;
         train_step(w, step++);
         if (pause)
             usleep((useconds_t)pause);
-        if ((step % every == 0 || step == steps) && save(ck, step, w) < 0)
+        if (term || step % every == 0 || step == steps)
+            rc = save(ck, step, w);
+        if (term && rc == 0)
+            rc = 1; /* SIGTERM without a notice: stop all the same */
+        if (rc < 0)
             return 1;
+        if (rc > 0 && step < steps) { /* preempted: resumes from here */
+            crater_ckpt_close(ck);
+            return 0;
+        }
     }
     crater_ckpt_close(ck);
     crater_ckpt_sha256_hex(w, sizeof(w), hex);

@@ -142,4 +142,65 @@ void crater_ckpt_sha256_hex(const void *buf,
                             size_t len,
                             char hex[CRATER_CKPT_HASH_HEX]);
 
+/* ---- the agent socket (doc/checkpoint.md "Runtime") ----------------------
+ *
+ * Under Crater a task's $CRATER_AGENT_SOCKET names its agent socket:
+ * "@name" is an abstract Unix socket (Linux; the '@' stands for the
+ * leading NUL), anything else a filesystem path. On it the task
+ * long-polls for a preemption notice, acknowledges it, and reports
+ * finished checkpoints and its progress (craterd records them per job and
+ * sizes the next grace period from the measured save time).
+ *
+ * Every function takes sock, the socket's name, or NULL for
+ * $CRATER_AGENT_SOCKET, and opens a connection of its own for one request
+ * and its answer: calls may run in several threads at once (one waiting
+ * for the notice while another reports), and a call after an agent
+ * restart finds the new agent. All return 0, or -1 with err (may be
+ * NULL) filled:
+ *   CRATER_ENOENT    no socket: sock NULL and $CRATER_AGENT_SOCKET unset
+ *                    or empty (not under Crater; treat it as "no agent")
+ *   CRATER_EUNAVAIL  the agent cannot be reached, closed the connection
+ *                    or did not answer in time (err->text says which)
+ *   CRATER_EINVAL    the agent refused the request: err->text is its
+ *                    error, err->field the field it names
+ *   CRATER_EPARSE    the answer was not understood
+ *   CRATER_ERANGE / CRATER_ELIMIT  bad argument / request too long
+ * Nothing is allocated; nothing is kept between calls.
+ */
+#define CRATER_CKPT_AGENT_WAIT_MAX_MS 3600000
+#define CRATER_CKPT_AGENT_SLACK_MS 2000 /* beyond a wait's timeout_ms */
+
+typedef struct crater_ckpt_notice {
+    int preempt;         /* 1: a preemption notice; 0: the wait timed out */
+    char reason[32];     /* "priority", "idle", "drain", "time-limit"; "" */
+    int64_t deadline_ms; /* ms left before SIGKILL when it was sent; -1 */
+} crater_ckpt_notice_t;
+
+/* 1 when sock (NULL: $CRATER_AGENT_SOCKET) is set and, for a path,
+ * exists; it may still not answer. */
+int crater_ckpt_agent_available(const char *sock);
+
+/* Long poll: returns when a notice comes (notice->preempt 1, at once if
+ * one was already sent) or after timeout_ms (0 to
+ * CRATER_CKPT_AGENT_WAIT_MAX_MS; notice->preempt 0). Fails with
+ * CRATER_EUNAVAIL when no answer came within timeout_ms +
+ * CRATER_CKPT_AGENT_SLACK_MS. *notice is written only on success. */
+int crater_ckpt_agent_wait_notice(const char *sock,
+                                  int timeout_ms,
+                                  crater_ckpt_notice_t *notice,
+                                  crater_error_t *err);
+/* Tell the agent the notice was seen. */
+int crater_ckpt_agent_ack(const char *sock, crater_error_t *err);
+/* Report a finished checkpoint: st (from crater_ckpt_save: its step,
+ * digest, bytes_written and seconds) and path, its step directory (may be
+ * NULL). */
+int crater_ckpt_agent_report(const char *sock,
+                             const crater_ckpt_stats_t *st,
+                             const char *path,
+                             crater_error_t *err);
+/* Report how far the task is. */
+int crater_ckpt_agent_progress(const char *sock,
+                               uint64_t step,
+                               crater_error_t *err);
+
 #endif /* CRATER_CKPT_H */

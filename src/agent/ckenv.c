@@ -20,7 +20,11 @@
  * whose uid (SO_PEERCRED, from the kernel) is not the task's or root's
  * (notice.c), before reading a byte; the random name keeps anyone from
  * binding it first. It is listening before the task starts; when it
- * cannot be made the task has SIGTERM only, with a warning.
+ * cannot be made the task has SIGTERM only, with a warning. The name is
+ * kept in the task record (taskstate.c), and an agent that adopts the
+ * task binds it again (ckenv_adopt), so the task's CRATER_AGENT_SOCKET
+ * outlives a restart of the agent: clients that reconnect after a failed
+ * call (the SDKs do) find it again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,20 +94,31 @@ static int make_ckpt_dir(const atask_t *t, const char *dir, crater_error_t *err)
     return 0;
 }
 
-/* Bind and listen on the abstract name "\0crater-<128 random bits>"; the
- * name (without the NUL) in name. */
-static int listen_abstract(char *name, size_t n)
+/* A fresh name "crater-<128 random bits>" into name (n >= 40). */
+static int new_name(char *name, size_t n)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     unsigned char r[16];
     size_t len;
-    int fd;
 
     if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
         return -1;
     len = (size_t)snprintf(name, n, "crater-");
     for (size_t i = 0; i < sizeof(r) && len + 2 < n; i++)
         len += (size_t)snprintf(name + len, n - len, "%02x", r[i]);
+    return 0;
+}
+
+/* Bind and listen on the abstract name "\0<name>". */
+static int listen_abstract(const char *name)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = strlen(name);
+    int fd;
+
+    if (len + 1 > sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     memcpy(sa.sun_path + 1, name, len); /* sun_path[0] = 0: abstract */
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
@@ -125,10 +140,10 @@ static void open_socket(crater_agent_t *a,
                         atask_t *t,
                         crater_proto_task_t *task)
 {
-    char name[64], env[72];
-    int fd;
+    char name[sizeof(t->notice_name)], env[sizeof(name) + 1];
+    int fd = -1;
 
-    if ((fd = listen_abstract(name, sizeof(name))) < 0) {
+    if (new_name(name, sizeof(name)) < 0 || (fd = listen_abstract(name)) < 0) {
         crater_log(LOG_WARNING,
                    "job %s: no agent socket (%s); the task gets SIGTERM only",
                    t->job,
@@ -137,9 +152,34 @@ static void open_socket(crater_agent_t *a,
     }
     t->notice_fd = fd;
     t->notice_fd_held = true;
+    memcpy(t->notice_name, name, sizeof(name));
     snprintf(env, sizeof(env), "@%s", name);
     if (crater_proto_task_setenv(task, "CRATER_AGENT_SOCKET", env) < 0)
         crater_log(LOG_WARNING, "job %s: out of memory", t->job);
+    notice_kick(a);
+}
+
+/* The old agent's descriptors died with it, so the kernel freed the name;
+ * only the task record knew it, and 128 random bits keep anyone else from
+ * having taken it meanwhile (if someone did, bind fails and we warn). */
+void ckenv_adopt(crater_agent_t *a, atask_t *t)
+{
+    int fd;
+
+    if (!t->notice_name[0] || t->notice_fd_held)
+        return;
+    if ((fd = listen_abstract(t->notice_name)) < 0) {
+        crater_log(LOG_WARNING,
+                   "job %s attempt %u: agent socket @%s not bound again "
+                   "(%s); the task gets SIGTERM only",
+                   t->job,
+                   t->attempt,
+                   t->notice_name,
+                   strerror(errno));
+        return;
+    }
+    t->notice_fd = fd;
+    t->notice_fd_held = true;
     notice_kick(a);
 }
 

@@ -95,6 +95,8 @@ typedef struct atask {
      * (notice_fd_held: t still owns notice_fd) */
     int notice_fd;
     bool notice_fd_held;
+    char notice_name[48];         /* "crater-<32 hex>" (no '@'), or "": kept in
+                                     task.json so an adoption binds it again */
     crater_proto_notice_t notice; /* why it is being stopped; NONE */
     bool notice_acked;            /* the task acknowledged the notice */
     /* reports for craterd, oldest first, sent by the event thread */
@@ -258,8 +260,8 @@ void agent_isolation_close(crater_agent_t *a);
 
 /* ckenv.c (callers hold a->mu): a task's checkpoint environment. Make
  * the task's checkpoint directory (task->checkpoint_dir, as the task's
- * user) and its socket (a directory of its own, mode 0700, owned by its
- * user, in the work root), and add CRATER_CHECKPOINT_DIR and
+ * user) and its socket (an abstract name, t->notice_name), and add
+ * CRATER_CHECKPOINT_DIR and
  * CRATER_AGENT_SOCKET to task's environment. A socket that cannot be
  * made is a warning (the task still gets SIGTERM); a checkpoint
  * directory that cannot be made fails the start. */
@@ -267,9 +269,13 @@ int ckenv_setup(crater_agent_t *a,
                 atask_t *t,
                 crater_proto_task_t *task,
                 crater_error_t *err);
-/* Close t's socket if the notice thread has not taken it, remove its
- * directory. */
+/* Close t's socket if the notice thread has not taken it; drop its
+ * queued reports. */
 void ckenv_cleanup(atask_t *t);
+/* An adopted task (taskstate.c): listen again on the name its record
+ * keeps (t->notice_name), so its CRATER_AGENT_SOCKET works under the new
+ * agent. A name that cannot be bound is a warning (SIGTERM only). */
+void ckenv_adopt(crater_agent_t *a, atask_t *t);
 /* Queue a checkpoint report (moved: *c is zeroed) / a progress step for
  * craterd; the oldest report goes when AGENT_CKQ_MAX are unsent. */
 void ckenv_report(crater_agent_t *a, atask_t *t, crater_proto_ckpt_t *c);

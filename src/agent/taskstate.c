@@ -118,7 +118,7 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
 
     (void)a;
     v = json_pack("{s:s, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:o,"
-                  " s:s?, s:s?, s:s?, s:b}",
+                  " s:s?, s:s?, s:s?, s:b, s:I, s:s?}",
                   "job",
                   t->job,
                   "attempt",
@@ -148,7 +148,11 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
                   "workdir",
                   t->workdir,
                   "watch",
-                  t->watch);
+                  t->watch,
+                  "uid",
+                  (json_int_t)t->uid,
+                  "agent_socket",
+                  t->notice_name[0] ? t->notice_name : NULL);
     if (v && timelimit_save(t, v) < 0) {
         json_decref(v);
         v = NULL;
@@ -225,6 +229,13 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
                  : "");
     t->workdir = dup_or_null(json_object_get(v, "workdir"));
     t->watch = json_is_true(json_object_get(v, "watch"));
+    t->uid = (uid_t)json_integer_value(json_object_get(v, "uid"));
+    snprintf(t->notice_name,
+             sizeof(t->notice_name),
+             "%s",
+             json_string_value(json_object_get(v, "agent_socket"))
+                 ? json_string_value(json_object_get(v, "agent_socket"))
+                 : "");
     timelimit_load(t, v);
     t->dir = strdup(dir);
     if (t->dir
@@ -258,6 +269,8 @@ static int adopt_dir(crater_agent_t *a, const char *dir)
         task_free(a, t);
         return 0;
     }
+    if (taskstate_alive(t->shim, t->shim_start))
+        ckenv_adopt(a, t); /* its CRATER_AGENT_SOCKET works again */
     crater_log(LOG_INFO,
                "job %s attempt %u: adopted (pid %d, %s)",
                t->job,

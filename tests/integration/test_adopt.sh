@@ -8,7 +8,9 @@
 # CLI keeps its cap; kill -9 of `crater up` with running
 # jobs, then a restart on the same data directory: every task keeps
 # running exactly once (counted), is adopted, ends with its real exit code
-# and its whole log; after the final Ctrl-C no task process and no task
+# and its whole log; a task's agent socket (CRATER_AGENT_SOCKET) answers
+# again under the new agent and brings the time limit's preemption
+# notice; after the final Ctrl-C no task process and no task
 # cgroup is left. Waits are for states, with generous bounds.
 set -uo pipefail
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
@@ -17,9 +19,11 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 up=""
 mark=adopt$RANDOM$RANDOM # in every task's argv: pgrep counts only ours
+pmark=sockprobe$RANDOM$RANDOM # the socket probe's (not counted by copies)
 cleanup() { # a failed run leaves no process, cgroup or file behind
     [ -n "$up" ] && kill -9 "$up" 2>/dev/null
     pkill -9 -f "$mark" 2>/dev/null
+    pkill -9 -f "$pmark" 2>/dev/null
     for f in "$tmp"/var/agent-*/tasks/*/task.json; do
         [ -f "$f" ] || continue
         g=$(jq -r .cgroup "$f")
@@ -188,9 +192,44 @@ ids=()
 for k in 1 2 3; do
     ids+=("$(submit "survivor-$k" "echo start $k; sleep 5; echo end $k; exit 1$k")")
 done
-for id in "${ids[@]}"; do
+# the socket probe: long-polls its agent socket, reconnecting when the
+# agent is gone, until the notice (its time limit) comes
+mkdir -m 777 "$tmp/x"
+cat >"$tmp/probe.py" <<'P'
+import json, os, signal, socket, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the notice comes with it
+s, x = os.environ.get("CRATER_AGENT_SOCKET", ""), sys.argv[2]
+print("socket", s, flush=True)
+def call(req):
+    c = socket.socket(socket.AF_UNIX); c.settimeout(30); c.connect("\0" + s[1:])
+    c.sendall(json.dumps(req).encode() + b"\n"); a = c.makefile().readline(); c.close()
+    return json.loads(a)
+lost = False
+while True:
+    try:
+        a = call({"op": "wait", "timeout_ms": 200})
+    except (OSError, ValueError) as e:
+        if not lost: print("lost the socket:", e, flush=True)
+        lost = True; time.sleep(0.1); continue
+    open(x + ("/after" if lost else "/before"), "a").close()
+    if a.get("preempt"):
+        print("notice", a["reason"], "reconnected" if lost else "", flush=True)
+        call({"op": "ack"})
+        sys.exit(0)
+P
+cat >"$tmp/probe.yaml" <<Y
+name: sockprobe
+timeLimit: 12s
+gracePeriod: 20s
+command: [/usr/bin/python3, $tmp/probe.py, $pmark, $tmp/x]
+resources: {cpu: 100m, memory: 64Mi}
+Y
+pid_=$(c submit -f "$tmp/probe.yaml" -o json | jq -r .id)
+for id in "${ids[@]}" "$pid_"; do
     wait_for 20 "$id" '.state == "running"' || bad "job $id running before the kill"
 done
+for _ in $(seq 1 100); do [ -e "$tmp/x/before" ] && break; sleep 0.1; done
+[ -e "$tmp/x/before" ] && ok || bad "the probe reached its socket before the kill"
 [ "$(copies)" = 3 ] && ok || bad "3 tasks before the kill, counted $(copies)"
 { kill -9 "$up"; wait "$up"; } 2>/dev/null
 up=""
@@ -206,6 +245,13 @@ for k in 1 2 3; do
     out=$(c logs "$id")
     [ "$out" = "$(printf 'start %s\nend %s' "$k" "$k")" ] && ok || bad "job $id log: '$out'"
 done
+# the adopted task's socket: bound again under its old name
+for _ in $(seq 1 200); do [ -e "$tmp/x/after" ] && break; sleep 0.1; done
+[ -e "$tmp/x/after" ] && ok || bad "the adopted task's agent socket does not answer after the restart"
+wait_for 60 "$pid_" '(.state == "failed" or .state == "succeeded") and .logs_complete' \
+    || bad "the socket probe ended"
+c logs "$pid_" | grep -q "^notice time-limit reconnected$" && ok \
+    || bad "no preemption notice on the adopted task's socket: $(c logs "$pid_")"
 [ "$(copies)" = 0 ] && ok || bad "$(copies) task processes after they ended"
 
 # ---- Ctrl-C: nothing left behind --------------------------------------------------------

@@ -202,6 +202,27 @@ if [ -n "$otok" ]; then
     code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $otok" "$url/api/v1/jobs/$tid/checkpoints")
     [ "$code" = 404 ] && ok || bad "other tenant got $code"
 fi
+# ---- the C client (libcrater-ckpt) against the real agent: the C example
+# reports each save and leaves on its time limit's notice
+if [ -x "${CKPT_TOY_TRAIN_BIN:-}" ]; then
+    cat >"$tmp/toy.yaml" <<Y
+name: toy
+timeLimit: 3s
+gracePeriod: 30s
+checkpoint: {dir: $tmp/ck/toy}
+command: [sh, -c, 'trap : TERM; "\$@"', $mark, $CKPT_TOY_TRAIN_BIN, $tmp/ck/toy, "1000000", "20", "2000"]
+resources: {cpu: 100m, memory: 64Mi}
+Y
+    yid=$(c submit -f "$tmp/toy.yaml" -o json | jq -r .id)
+    wait_for 60 "$yid" '(.state == "failed" or .state == "succeeded") and .logs_complete' || bad "C example ended"
+    c logs "$yid" --stream stderr | grep -q "^toy_train: notice: time-limit, [0-9]* ms left; saved step [0-9]*$" \
+        && ok || bad "C client got no notice: $(c logs "$yid" --stream stderr | tail -n 3)"
+    ckpts "$yid" | jq -e '(.checkpoints | length) >= 2 and (.latest.digest | length) == 64 and .latest.bytes > 0' >/dev/null \
+        && ok || bad "C client reports: $(ckpts "$yid" | jq -c .latest)"
+    wait_for 10 "$yid" '.progress.step >= 20' && ok || bad "C client progress: $(job "$yid" | jq -c .progress)"
+else
+    echo "SKIP: C client end to end (CKPT_TOY_TRAIN_BIN unset)"
+fi
 [ "$(pgrep -fc -- "$mark" || true)" = 0 ] && ok || bad "task processes left"
 
 echo "test_preempt_ckpt: $pass passed, $fail failed"
