@@ -67,6 +67,8 @@ struct jstate {
     uint32_t gen;
     uint32_t rpos; /* position in run.running while running */
     uint8_t st;
+    bool reclaim;          /* idle reclaim ends its run (idle_profile()) */
+    uint64_t idle_held_ms; /* the idle tail it holds at the end of its run */
 };
 
 struct dep {
@@ -96,6 +98,7 @@ struct run {
     uint64_t now;
     double cur[NDIM], cap[NDIM];
     double area_win[NDIM], area_all[NDIM], bucket[NDIM];
+    double idle_area; /* GPU-time held idle by completed jobs */
     size_t sample_cap;
 };
 
@@ -325,6 +328,22 @@ static uint64_t limit_left(const struct run *r, uint32_t j)
     rt = rt < lim ? rt : lim; /* a run is cut at its limit */
     done = rt > r->st[j].remaining_ms ? rt - r->st[j].remaining_ms : 0;
     return lim > done ? lim - done : 1;
+}
+
+/* Job i's idle tail (not cut by a time limit): held to the end, or
+ * until idle reclaim ends the run idle_reclaim_ms into it. */
+static void idle_profile(struct run *r, size_t i)
+{
+    struct jstate *st = &r->st[i];
+    uint64_t tail = r->jobs[i].idle_tail_ms, rc = r->o.idle_reclaim_ms;
+
+    tail = tail < r->jobs[i].runtime_ms ? tail : r->jobs[i].runtime_ms;
+    st->idle_held_ms = tail;
+    if (!rc || tail <= rc)
+        return;
+    st->reclaim = true;
+    st->idle_held_ms = rc;
+    st->remaining_ms -= tail - rc;
 }
 
 static void running_add(struct run *r, uint32_t j)
@@ -562,6 +581,8 @@ static int process_event(struct run *r, uint64_t t)
         st->st = ST_DONE;
         st->done_ms = t;
         r->res->completed++;
+        r->idle_area += st->galloc * (double)st->idle_held_ms;
+        r->res->idle_reclaims += st->reclaim;
         released = true;
     }
     while (r->next_arr < r->n && r->jobs[r->arr[r->next_arr]].submit_ms == t) {
@@ -699,6 +720,8 @@ static int run_init(struct run *r)
         if (r->jobs[i].time_limit_ms
             && r->jobs[i].time_limit_ms < r->jobs[i].runtime_ms)
             r->st[i].remaining_ms = r->jobs[i].time_limit_ms; /* cut */
+        else
+            idle_profile(r, i);
         r->st[i].first_start_ms = UINT64_MAX;
     }
     return sort_arrivals(r);
@@ -833,6 +856,8 @@ static void utilisation(struct run *r)
         res->util_gpu_alloc_all =
             r->area_all[DIM_GALLOC] / all / r->cap[DIM_GALLOC];
         res->util_gpu_req_all = r->area_all[DIM_GREQ] / all / r->cap[DIM_GREQ];
+        res->util_gpu_busy_all =
+            (r->area_all[DIM_GALLOC] - r->idle_area) / all / r->cap[DIM_GALLOC];
     }
 }
 
@@ -1034,6 +1059,14 @@ json_t *crater_replay_result_json(const crater_replay_result_t *r,
                   cls);
     if (o)
         json_object_set_new(o, "multi_gpu", stats_json(&r->multi_gpu));
+    if (o)
+        json_object_set_new(o,
+                            "util_gpu_busy_all",
+                            json_real(r->util_gpu_busy_all));
+    if (o)
+        json_object_set_new(o,
+                            "idle_reclaims",
+                            json_integer((json_int_t)r->idle_reclaims));
     if (o && with_samples)
         json_object_set_new(o, "samples", samples_json(r));
     return o;
