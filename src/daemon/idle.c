@@ -21,8 +21,9 @@
  * busy one is not reclaimed. Per-process SM utilisation
  * (nvmlDeviceGetProcessUtilization) would separate them; not used yet.
  *
- * Opt-outs: the job's spec idleReclaim: false. The state resets at every
- * new attempt and whenever a reading is busy. */
+ * Opt-outs: the job's spec idleReclaim: false, or its tenant's
+ * (PUT /api/v1/tenants/{name} {"idleReclaim": false}). The state resets at
+ * every new attempt and whenever a reading is busy. */
 #include "crater/idle.h"
 
 #include <inttypes.h>
@@ -38,6 +39,14 @@ static crater_idle_params_t idle_params(const crater_daemon_t *d)
         .window_ms = d->cfg.scheduler.idle_gpu_window_ms,
         .grace_ms = d->cfg.scheduler.idle_gpu_grace_ms,
     };
+}
+
+/* The job's tenant set idleReclaim: false (PUT /api/v1/tenants). */
+static bool tenant_opted_out(crater_daemon_t *d, const djob_t *j)
+{
+    const dtenant_t *t = j->tenant ? tenant_find(d, j->tenant) : NULL;
+
+    return t && t->no_idle_reclaim;
 }
 
 /* Did every GPU pl holds read idle in h? */
@@ -91,7 +100,7 @@ static void idle_warn(crater_daemon_t *d,
              "idle GPU: SM utilisation and memory activity under %.0f%% "
              "for %" PRIu64 "s (scheduler.idleGpuWindow); reclaimed "
              "(checkpoint notice idle, requeued) in %" PRIu64 "s unless busy "
-                                                              "again",
+             "again",
              p->threshold * 100,
              p->window_ms / 1000,
              p->grace_ms / 1000);
@@ -109,10 +118,10 @@ static void idle_reclaim(crater_daemon_t *d,
     snprintf(reason,
              sizeof(reason),
              "requeued: idle GPU reclaim: GPUs idle for %" PRIu64 "s after the "
-                                                                  "warning "
-                                                                  "(scheduler."
-                                                                  "idleGpuGrace"
-                                                                  ")",
+             "warning "
+             "(scheduler."
+             "idleGpuGrace"
+             ")",
              p->grace_ms / 1000);
     /* the notice rides on the stop order the transition sends */
     j->stop_notice = CRATER_NOTICE_IDLE;
@@ -148,7 +157,7 @@ void idle_observe(crater_daemon_t *d,
     }
     if (!h->has_util || j->state != JS_RUNNING)
         return;
-    if (j->spec->no_idle_reclaim)
+    if (j->spec->no_idle_reclaim || tenant_opted_out(d, j))
         p.window_ms = 0; /* resets: never warned */
     idle = task_idle(&p, job_task_pl(j, replica), h);
     switch (crater_idle_observe(&j->idle, &p, idle, now)) {

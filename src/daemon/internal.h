@@ -181,6 +181,8 @@ typedef struct dtenant {
     double weight;
     uint64_t d_cpu, d_mem; /* defaults (millicores, bytes); 0 = server's */
     uint32_t uid;          /* its tasks' uid and gid (access.c); 0 = none yet */
+    bool no_idle_reclaim;  /* idleReclaim: false: its jobs are never
+                              reclaimed for idle GPUs (idle.c) */
 } dtenant_t;
 
 typedef struct dtoken {

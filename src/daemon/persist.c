@@ -181,6 +181,7 @@ static int load_tenant(crater_daemon_t *d,
     t->uid = (uint32_t)uid;
     t->d_cpu = (uint64_t)dc;
     t->d_mem = (uint64_t)dm;
+    t->no_idle_reclaim = json_is_false(json_object_get(v, "idle_reclaim"));
     return crater_queue_set_tenant_weight(d->queue, t->name, w, err);
 }
 

@@ -8,7 +8,8 @@
 #     "idle" in its JSON, `describe`, crater_idle_gpu_jobs 1), then
 #     reclaimed: its task gets the notice "idle" on its agent socket, the
 #     job is requeued as attempt 2 without a failure, never failed;
-#   - a busy job (whole GPU, 0.9) and an idle slice with idleReclaim: false
+#   - a busy job (whole GPU, 0.9), an idle slice with idleReclaim: false
+#     and an idle slice of a tenant with idleReclaim: false (tenants API)
 #     run on untouched: one attempt, no idle entry.
 set -uo pipefail
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
@@ -93,6 +94,15 @@ apid=$!
 
 sleeper="command: [sh, -c, 'sleep 600; :', $mark]" # sh stays: argv keeps $mark
 busy=$(submit busy "$sleeper" "resources: {gpu: {count: 1}, cpu: 500m, memory: 64Mi}")
+# a tenant that opted out; a bad value is refused naming the field
+echo '{"idleReclaim": "no"}' >"$tmp/t.json"
+api PUT /api/v1/tenants/lab "$admin" "$tmp/t.json"
+[ "$code" = 400 ] && jq -e '.field == "idleReclaim"' "$tmp/body" >/dev/null && ok || bad "bad idleReclaim: $code $(cat "$tmp/body")"
+echo '{"idleReclaim": false}' >"$tmp/t.json"
+api PUT /api/v1/tenants/lab "$admin" "$tmp/t.json"
+[ "$code" = 200 ] && jq -e '.idleReclaim == false' "$tmp/body" >/dev/null && ok || bad "tenant opt-out: $code $(cat "$tmp/body")"
+lab=$(submit lab "$sleeper" 'tenant: lab' 'env: {CRATER_SYNTHETIC_GPU_UTIL: "0"}' \
+    "resources: {gpu: {count: 1, memory: 8Gi}, cpu: 500m, memory: 64Mi}")
 kept=$(submit kept "$sleeper" 'idleReclaim: false' 'env: {CRATER_SYNTHETIC_GPU_UTIL: "0"}' \
     "resources: {gpu: {count: 1, memory: 8Gi}, cpu: 500m, memory: 64Mi}")
 idle=$(submit idle "command: [python3, $tmp/idle.py, $src/python, $mark]" \
@@ -124,7 +134,7 @@ until_ 10 'logs "$idle" 1 | grep -q "^notice: idle$"' && ok || bad "notice idle 
 grep -q '"idle-reclaim"' "$tmp"/data/decisions.log 2>/dev/null && ok || bad "idle-reclaim decision logged: $(ls "$tmp/data")"
 
 # ---- the busy job and the opted-out job are untouched --------------------------
-for j in "$busy" "$kept"; do
+for j in "$busy" "$kept" "$lab"; do
     job "$j" | jq -e '.state == "running" and .attempts == 1 and (.idle == null)
         and ([.history[].reason | select(test("idle GPU"))] | length == 0)' >/dev/null \
         && ok || bad "job $j untouched: $(show "$j")"
