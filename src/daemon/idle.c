@@ -117,11 +117,8 @@ static void idle_reclaim(crater_daemon_t *d,
 
     snprintf(reason,
              sizeof(reason),
-             "requeued: idle GPU reclaim: GPUs idle for %" PRIu64 "s after the "
-             "warning "
-             "(scheduler."
-             "idleGpuGrace"
-             ")",
+             "requeued: idle GPU reclaim: still idle %" PRIu64 "s after "
+             "the warning (idleGpuGrace)",
              p->grace_ms / 1000);
     /* the notice rides on the stop order the transition sends */
     j->stop_notice = CRATER_NOTICE_IDLE;
