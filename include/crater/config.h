@@ -64,6 +64,9 @@ typedef struct crater_config {
         double min_cpu_per_gpu;      /* scheduler.minCpuPerGpu, cores */
         uint64_t min_memory_per_gpu; /* scheduler.minMemoryPerGpu, B */
         double pcie_threshold;       /* scheduler.pcieThreshold */
+        double idle_gpu_threshold;   /* scheduler.idleGpuThreshold */
+        uint64_t idle_gpu_window_ms; /* scheduler.idleGpuWindow, 0 = off */
+        uint64_t idle_gpu_grace_ms;  /* scheduler.idleGpuGrace */
     } scheduler;
     struct {
         uint64_t heartbeat_interval_ms; /* agent.heartbeatInterval */

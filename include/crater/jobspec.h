@@ -156,6 +156,10 @@ typedef struct crater_jobspec {
     int32_t priority;            /* higher runs first */
     char *priority_class;        /* NULL or a class name from config */
     bool preemptible;
+    /* idleReclaim: false: never reclaimed for idle GPUs
+     * (scheduler.idleGpuWindow); stored negated so that zero is the
+     * default */
+    bool no_idle_reclaim;
     uint64_t grace_period_ms;
     /* timeLimit: the agent stops the task this long after it started and
      * the job fails; backfill takes it as the job's longest run time.

@@ -72,11 +72,17 @@ int crater_nvml_driver(crater_nvml_t *n,
                        int *cuda_version,
                        crater_error_t *err);
 
-/* Live: SM utilisation 0-1 over NVML's last sample period, used memory
- * in bytes. */
+/* Live, from nvmlDeviceGetUtilizationRates over NVML's last sample
+ * period (1/6 s to 1 s by product): *sm_util, the share of it in which
+ * any kernel ran (0-1; one small kernel running all the time reads 1),
+ * and *mem_activity (may be NULL), the share in which device memory was
+ * read or written: bandwidth activity, not capacity, so a job holding
+ * 70 GiB and doing nothing reads 0. *mem_used: memory allocated on the
+ * GPU, bytes (nvmlDeviceGetMemoryInfo). */
 int crater_nvml_util(crater_nvml_t *n,
                      unsigned idx,
                      double *sm_util,
+                     double *mem_activity,
                      uint64_t *mem_used,
                      crater_error_t *err);
 

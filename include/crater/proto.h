@@ -315,8 +315,12 @@ void crater_proto_registered_clear(crater_proto_registered_t *r);
 
 typedef struct crater_proto_gpu_util {
     uint32_t index;
-    double util; /* [0, 1] */
+    double util; /* [0, 1]: share of the period a kernel ran */
     uint64_t memory_used_bytes;
+    /* [0, 1]: share of the period device memory was read or written
+     * (NVML's memory "utilization": bandwidth activity, not memory held);
+     * -1 = not reported (optional on the wire: older agents) */
+    double mem_activity;
 } crater_proto_gpu_util_t;
 
 typedef struct crater_proto_usage {

@@ -73,6 +73,10 @@ typedef struct crater_replay_job {
      * without going through the queue, as craterd holds a running job,
      * and counts no wait. Borrowed for the run. */
     const crater_placement_t *pin;
+    /* Idle profile: the last idle_tail_ms of runtime_ms hold the job's
+     * GPUs without using them (a finished run waiting on a person, an
+     * open notebook); 0 = busy to the end. See opts.idle_reclaim_ms. */
+    uint64_t idle_tail_ms;
 } crater_replay_job_t;
 
 /* Averages over one sample interval [t_ms, t_ms + sample_ms). */
@@ -125,6 +129,12 @@ typedef struct crater_replay_opts {
                        const crater_sched_t *s,
                        const crater_replay_sample_t *now);
     void *after_pass_arg;
+    /* Idle-GPU reclaim as craterd does it (scheduler.idleGpuWindow +
+     * idleGpuGrace, doc/scheduling.md): a job whose idle tail is longer
+     * is reclaimed this long into it, and its run ends there (its work
+     * was done: the requeued attempt would resume from its checkpoint
+     * with nothing left). 0 = off. */
+    uint64_t idle_reclaim_ms;
 } crater_replay_opts_t;
 
 typedef struct crater_replay_stats {
@@ -146,6 +156,10 @@ typedef struct crater_replay_result {
      * last submit] and over the whole run [first submit, end]. */
     double util_gpu_alloc, util_gpu_req, util_cpu, util_mem;
     double util_gpu_alloc_all, util_gpu_req_all;
+    /* GPU-time held and busy (held less the idle tails the jobs held),
+     * over the whole run, and the jobs idle reclaim ended */
+    double util_gpu_busy_all;
+    size_t idle_reclaims;
     crater_replay_stats_t cls[CRATER_REPLAY_NCLASS], all;
     crater_replay_stats_t multi_gpu;      /* jobs asking for 2 or more GPUs */
     double *wait_s[CRATER_REPLAY_NCLASS]; /* sorted waits, seconds */
@@ -249,11 +263,17 @@ typedef struct crater_synth_spec {
     double load;         /* default 0.9 */
     uint64_t runtime_ms; /* mean; default 1h */
     bool lognormal;      /* dist=lognormal */
+    /* idle profile: share of jobs with an idle tail (idle=, default 0),
+     * the share of such a job's runtime it is (idletail=, default 0.5),
+     * and idle-GPU reclaim's window + grace (idlereclaim=, default 0:
+     * off; the replay's opts.idle_reclaim_ms) */
+    double idle, idle_tail;
+    uint64_t idle_reclaim_ms;
 } crater_synth_spec_t;
 
 /* Parse "key=value,..." (keys nodes, jobs, mix, seed, load, runtime,
- * dist; nodes and jobs required). Errors name the key:
- * CRATER_EINVAL "synthetic.nodes: 'x' is not a positive integer". */
+ * dist, idle, idletail, idlereclaim; nodes and jobs required). Errors name the
+ * key: CRATER_EINVAL "synthetic.nodes: 'x' is not a positive integer". */
 int crater_synth_parse(const char *text,
                        crater_synth_spec_t *out,
                        crater_error_t *err);

@@ -336,8 +336,10 @@ static void *work_main(void *arg)
  * load derived from what their tasks asked for: each task busy on half its
  * CPU request and using half its memory request (a fully requested node
  * reads 50%, under the default cpuThreshold/memoryThreshold, as a real
- * node running typical jobs would), 0.9 SM utilisation on each GPU a task
- * holds, its slice as used GPU memory.
+ * node running typical jobs would), 0.9 SM utilisation and memory
+ * activity on each GPU a task holds (the most of its tasks' when a task
+ * sets CRATER_SYNTHETIC_GPU_UTIL, see atask_t), its slice as used GPU
+ * memory.
  * Nodes with real samples report /proc and NVML. Caller holds a->mu. */
 static double frac01(double x)
 {
@@ -353,6 +355,7 @@ static void synthetic_util(crater_agent_t *a, crater_proto_heartbeat_t *h)
 
     for (size_t i = 0; i < a->ntasks; i++) {
         const atask_t *t = a->tasks[i];
+        double u = t->synth_gpu_set ? t->synth_gpu_util : 0.9;
         if (t->state != AT_RUNNING)
             continue;
         cpu += t->req_cpu_milli;
@@ -360,7 +363,7 @@ static void synthetic_util(crater_agent_t *a, crater_proto_heartbeat_t *h)
         for (uint32_t g = 0; g < t->ngpus; g++) {
             if (t->gpu[g] >= CRATER_MAX_GPUS_PER_NODE)
                 continue;
-            gu[t->gpu[g]] = 0.9;
+            gu[t->gpu[g]] = u > gu[t->gpu[g]] ? u : gu[t->gpu[g]];
             gm[t->gpu[g]] += t->gpu_bytes[g];
         }
     }
@@ -369,6 +372,7 @@ static void synthetic_util(crater_agent_t *a, crater_proto_heartbeat_t *h)
             .index = (uint32_t)g,
             .util = gu[g],
             .memory_used_bytes = gm[g],
+            .mem_activity = gu[g], /* as busy on memory as on SMs */
         };
     h->cpu = frac01(cap_cpu ? 0.5 * (double)cpu / (double)cap_cpu : 0.0);
     h->memory = frac01(cap_mem ? 0.5 * (double)mem / (double)cap_mem : 0.0);
@@ -392,13 +396,17 @@ static void util_sample(crater_agent_t *a, crater_proto_heartbeat_t *h)
     for (unsigned i = 0; a->nvml && i < crater_nvml_count(a->nvml)
                          && i < CRATER_MAX_GPUS_PER_NODE;
          i++) {
-        double u = 0;
+        double u = 0, act = 0;
         uint64_t used = 0;
-        crater_nvml_util(a->nvml, i, &u, &used, NULL);
+        /* not read: left out; craterd takes a GPU it has no reading
+         * of as busy (never reclaimed on a guess) */
+        if (crater_nvml_util(a->nvml, i, &u, &act, &used, NULL) < 0)
+            continue;
         h->gpus[h->ngpus++] = (crater_proto_gpu_util_t){
             .index = i,
             .util = frac01(u),
             .memory_used_bytes = used,
+            .mem_activity = frac01(act),
         };
     }
     h->cpu = frac01(hs.cpu);

@@ -78,6 +78,11 @@ typedef struct atask {
     uint64_t log_from[2]; /* what craterd holds (register answer) */
     uint64_t mem_limit;
     uint64_t req_cpu_milli; /* requested (synthetic samples) */
+    /* synthetic samples: the SM utilisation and memory activity its GPUs
+     * read, from the task's env CRATER_SYNTHETIC_GPU_UTIL (a fraction;
+     * tests make a job look idle with it); unset: 0.9 */
+    bool synth_gpu_set;
+    double synth_gpu_util;
     uint32_t ngpus;
     uint32_t gpu[CRATER_MAX_GPUS_PER_NODE]; /* local GPU indices */
     uint64_t gpu_bytes[CRATER_MAX_GPUS_PER_NODE];

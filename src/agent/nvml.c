@@ -594,6 +594,7 @@ int crater_nvml_driver(crater_nvml_t *n,
 int crater_nvml_util(crater_nvml_t *n,
                      unsigned idx,
                      double *sm_util,
+                     double *mem_activity,
                      uint64_t *mem_used,
                      crater_error_t *err)
 {
@@ -610,6 +611,8 @@ int crater_nvml_util(crater_nvml_t *n,
     if ((r = n->f.mem(n->gpus[idx].dev, &m)) != NVML_SUCCESS)
         return nverr(n, err, "nvmlDeviceGetMemoryInfo", r);
     *sm_util = (u.gpu > 100 ? 100 : u.gpu) / 100.0;
+    if (mem_activity)
+        *mem_activity = (u.memory > 100 ? 100 : u.memory) / 100.0;
     *mem_used = m.used;
     return 0;
 }

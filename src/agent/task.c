@@ -232,12 +232,30 @@ static char **task_env(const crater_proto_task_t *task, const char *home)
     return v;
 }
 
+/* Synthetic nodes only: CRATER_SYNTHETIC_GPU_UTIL in the task's env sets
+ * what its GPUs read (see atask_t); anything but a fraction is ignored. */
+static void synth_gpu_util(atask_t *t, const crater_proto_task_t *task)
+{
+    const char *v = crater_proto_task_getenv(task, "CRATER_SYNTHETIC_GPU_UTIL");
+    char *end = NULL;
+    double u;
+
+    if (!v || !*v)
+        return;
+    u = strtod(v, &end);
+    if (*end || !(u >= 0 && u <= 1))
+        return;
+    t->synth_gpu_set = true;
+    t->synth_gpu_util = u;
+}
+
 /* What the task asked for: CPU and its GPUs with their slices. */
 static void task_requests(atask_t *t, const crater_proto_task_t *task)
 {
     const crater_proto_placement_t *pl = &task->placement;
 
     t->req_cpu_milli = task->limits.cpu_millis;
+    synth_gpu_util(t, task);
     for (uint32_t i = 0; i < pl->ngpus && i < CRATER_MAX_GPUS_PER_NODE; i++) {
         t->gpu[t->ngpus] = pl->gpus[i].index;
         t->gpu_bytes[t->ngpus++] = pl->gpus[i].memory_bytes;

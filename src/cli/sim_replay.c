@@ -263,6 +263,7 @@ static int run_policy(const struct ropts *o,
         .progress = isatty(2) ? progress : NULL,
         .cluster = in->cl,
         .progress_arg = (void *)name,
+        .idle_reclaim_ms = in->mix.nnodes ? in->sp.idle_reclaim_ms : 0,
     };
 
     if (!s)
@@ -360,6 +361,27 @@ static void print_classes(const struct prun *pr, int n)
                    s->jct_p50,
                    s->jct_p99);
         }
+}
+
+/* Synthetic jobs with an idle profile (idle=): the GPU-time held busy,
+ * and what idle reclaim (idlereclaim=) ended. */
+static void print_idle(const struct prun *pr, int n, const struct input *in)
+{
+    if (!(in->sp.idle > 0))
+        return;
+    printf("\nidle profile: %.0f%% of jobs idle for the last %.0f%% of their "
+           "runtime; idle reclaim after %.0f min%s\n",
+           100 * in->sp.idle,
+           100 * in->sp.idle_tail,
+           (double)in->sp.idle_reclaim_ms / 60000.0,
+           in->sp.idle_reclaim_ms ? "" : " (off)");
+    for (int i = 0; i < n; i++)
+        printf("%-12s GPUs held %5.1f%%, busy %5.1f%% (whole run); %zu idle "
+               "reclaims\n",
+               crater_replay_policy_name(pr[i].pol),
+               100 * pr[i].res.util_gpu_alloc_all,
+               100 * pr[i].res.util_gpu_busy_all,
+               pr[i].res.idle_reclaims);
 }
 
 static void print_footer(const struct prun *pr)
@@ -836,6 +858,7 @@ static int replay_main(struct ropts *o)
             print_table(pr, n);
             print_classes(pr, n);
             print_footer(pr);
+            print_idle(pr, n, &in);
         }
     }
     if (rc == 0 && o->plot)

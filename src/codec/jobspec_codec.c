@@ -927,6 +927,16 @@ static int f_preemptible(crater_dec_t *d, json_t *v, void *obj)
     return crater_dec_bool(d, v, &SPEC(obj)->preemptible);
 }
 
+static int f_idle_reclaim(crater_dec_t *d, json_t *v, void *obj)
+{
+    bool b = true;
+
+    if (crater_dec_bool(d, v, &b) < 0)
+        return -1;
+    SPEC(obj)->no_idle_reclaim = !b;
+    return 0;
+}
+
 static int f_grace(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_ms(d, v, &SPEC(obj)->grace_period_ms);
@@ -1112,6 +1122,7 @@ static const crater_dec_field_t job_fields[] = {
     {"priority", f_priority, 0},
     {"priorityClass", f_priority_class, 0},
     {"preemptible", f_preemptible, 0},
+    {"idleReclaim", f_idle_reclaim, 0},
     {"gracePeriod", f_grace, 0},
     {"timeLimit", f_time_limit, 0},
     {"restartPolicy", f_restart_policy, 0},
@@ -1360,6 +1371,8 @@ static int enc_identity(json_t *o, const crater_jobspec_t *s)
     rc |= put(o, "priority", json_integer(s->priority));
     rc |= put_str(o, "priorityClass", s->priority_class);
     rc |= put(o, "preemptible", json_boolean(s->preemptible));
+    if (s->no_idle_reclaim)
+        rc |= put(o, "idleReclaim", json_false());
     rc |= put(o, "gracePeriod", j_ms(s->grace_period_ms));
     if (s->time_limit_ms)
         rc |= put(o, "timeLimit", j_ms(s->time_limit_ms));

@@ -1574,10 +1574,16 @@ static int f_gu_used(crater_dec_t *d, json_t *v, void *obj)
     return dec_u64(d, v, &GU(obj)->memory_used_bytes);
 }
 
+static int f_gu_mem_act(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_frac(d, v, &GU(obj)->mem_activity);
+}
+
 static const crater_dec_field_t gpu_util_fields[] = {
     {"index", f_gu_index, CRATER_FIELD_REQUIRED},
     {"util", f_gu_util, CRATER_FIELD_REQUIRED},
     {"memory_used_bytes", f_gu_used, CRATER_FIELD_REQUIRED},
+    {"mem_activity", f_gu_mem_act, 0},
     {NULL, NULL, 0},
 };
 
@@ -1586,6 +1592,7 @@ static int e_gpu_util(crater_dec_t *d, json_t *v, void *obj, size_t i)
     crater_proto_heartbeat_t *h = obj;
 
     h->ngpus = (uint32_t)i + 1;
+    h->gpus[i].mem_activity = -1; /* unless the agent says */
     return crater_dec_object(d, v, gpu_util_fields, &h->gpus[i]);
 }
 
@@ -1706,21 +1713,31 @@ json_t *crater_proto_usage_encode(const crater_proto_usage_t *u)
                         u->replica);
 }
 
+static json_t *gpu_util_encode(const crater_proto_gpu_util_t *g)
+{
+    json_t *o = json_pack("{s:i, s:f, s:I}",
+                          "index",
+                          (int)g->index,
+                          "util",
+                          g->util,
+                          "memory_used_bytes",
+                          (json_int_t)g->memory_used_bytes);
+
+    if (o && g->mem_activity >= 0
+        && json_object_set_new(o, "mem_activity", json_real(g->mem_activity))
+               < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *util_encode(const crater_proto_heartbeat_t *h)
 {
     json_t *gpus = json_array();
 
     for (uint32_t i = 0; gpus && i < h->ngpus; i++)
-        if (json_array_append_new(gpus,
-                                  json_pack("{s:i, s:f, s:I}",
-                                            "index",
-                                            (int)h->gpus[i].index,
-                                            "util",
-                                            h->gpus[i].util,
-                                            "memory_used_bytes",
-                                            (json_int_t)h->gpus[i]
-                                                .memory_used_bytes))
-            < 0) {
+        if (json_array_append_new(gpus, gpu_util_encode(&h->gpus[i])) < 0) {
             json_decref(gpus);
             return NULL;
         }

@@ -205,6 +205,21 @@ static const row_t rows[] = {
  "How long a finished task's resources stay reserved so that a quick "
  "restart gets them back."},
 
+{"scheduler.idleGpuThreshold", T_FRACTION, F(scheduler.idle_gpu_threshold),
+ "0.05", 0, 1, MIN_EXCL, NULL, NULL,
+ "A GPU reads idle while its measured SM utilisation (share of time a "
+ "kernel ran) and memory activity (share of time memory was read or "
+ "written, not memory held) are both below this."},
+{"scheduler.idleGpuWindow", T_DURATION, F(scheduler.idle_gpu_window_ms),
+ "0", 0, 30 * DAY_MS, 0, NULL, NULL,
+ "A job whose GPUs all read idle this long is warned, then reclaimed "
+ "(checkpointing preemption, notice idle, requeued) after "
+ "idleGpuGrace (0: off)."},
+{"scheduler.idleGpuGrace", T_DURATION, F(scheduler.idle_gpu_grace_ms),
+ "30m", 0, 30 * DAY_MS, 0, NULL, NULL,
+ "How long a job warned for idle GPUs may stay idle before it is "
+ "reclaimed."},
+
 {"agent.heartbeatInterval", T_DURATION, F(agent.heartbeat_interval_ms), "5s",
  100, 600e3, 0, NULL, NULL, "Time between two heartbeats of an agent."},
 {"agent.heartbeatTimeout", T_DURATION, F(agent.heartbeat_timeout_ms), "30s",

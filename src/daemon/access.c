@@ -95,6 +95,11 @@ int tenant_persist(crater_daemon_t *d, const dtenant_t *t)
         json_decref(v);
         v = NULL;
     }
+    if (v && t->no_idle_reclaim
+        && json_object_set_new(v, "idle_reclaim", json_false()) < 0) {
+        json_decref(v);
+        v = NULL;
+    }
     if (v && t->uid
         && json_object_set_new(v, "uid", json_integer(t->uid)) < 0) {
         json_decref(v);

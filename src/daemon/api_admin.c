@@ -367,7 +367,10 @@ static int parse_quota(json_t *body,
                        uint64_t dflt[2],
                        crater_http_resp_t *resp)
 {
-    static const char *const known[] = {"quota", "weight", "defaults"};
+    static const char *const known[] = {"quota",
+                                        "weight",
+                                        "defaults",
+                                        "idleReclaim"};
     json_t *quota = json_object_get(body, "quota"), *w;
     json_t *g = json_object_get(quota, "gpus");
     const char *k;
@@ -375,11 +378,13 @@ static int parse_quota(json_t *body,
 
     json_object_foreach(body, k, v)
     {
-        if (strcmp(k, known[0]) && strcmp(k, known[1]) && strcmp(k, known[2])) {
+        if (strcmp(k, known[0]) && strcmp(k, known[1]) && strcmp(k, known[2])
+            && strcmp(k, known[3])) {
             api_errorf(resp,
                        CRATER_EFIELD,
                        k,
-                       "%s: unknown field (quota, weight, defaults)",
+                       "%s: unknown field (quota, weight, defaults, "
+                       "idleReclaim)",
                        k);
             return -1;
         }
@@ -411,7 +416,24 @@ static int parse_quota(json_t *body,
     return 0;
 }
 
-static json_t *tenant_json(const dtenant_t *t)
+/* idleReclaim: a boolean, true when absent (the PUT replaces the whole
+ * record). */
+static int parse_idle_reclaim(json_t *body, bool *off, crater_http_resp_t *resp)
+{
+    json_t *v = json_object_get(body, "idleReclaim");
+
+    if (v && !json_is_boolean(v)) {
+        api_errorf(resp,
+                   CRATER_ETYPE,
+                   "idleReclaim",
+                   "idleReclaim: expected true or false");
+        return -1;
+    }
+    *off = v && json_is_false(v);
+    return 0;
+}
+
+static json_t *tenant_json_base(const dtenant_t *t)
 {
     return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:f, s:I, s:{s:I, s:I}}",
                      "name",
@@ -436,6 +458,17 @@ static json_t *tenant_json(const dtenant_t *t)
                      (json_int_t)t->d_mem);
 }
 
+static json_t *tenant_json(const dtenant_t *t)
+{
+    json_t *o = tenant_json_base(t);
+
+    if (o)
+        json_object_set_new(o,
+                            "idleReclaim",
+                            json_boolean(!t->no_idle_reclaim));
+    return o;
+}
+
 static void h_tenant_put(crater_http_req_t *r,
                          crater_http_resp_t *resp,
                          void *arg)
@@ -446,13 +479,15 @@ static void h_tenant_put(crater_http_req_t *r,
     json_t *body = NULL;
     uint64_t q[4], dflt[2];
     double w;
+    bool idle_off;
     principal_t p;
     dtenant_t *t;
 
     pthread_mutex_lock(&d->mu);
     if (api_auth(d, r, resp, &p) < 0 || api_require_admin(&p, resp) < 0
         || api_body_json(r, &body, resp) < 0
-        || parse_quota(body, q, &w, dflt, resp) < 0)
+        || parse_quota(body, q, &w, dflt, resp) < 0
+        || parse_idle_reclaim(body, &idle_off, resp) < 0)
         goto out;
     if (!(t = tenant_get(d, name))
         || crater_queue_set_tenant_weight(d->queue, name, w, &err) < 0) {
@@ -467,6 +502,7 @@ static void h_tenant_put(crater_http_req_t *r,
     t->weight = w;
     t->d_cpu = dflt[0];
     t->d_mem = dflt[1];
+    t->no_idle_reclaim = idle_off;
     tenant_persist(d, t);
     crater_http_json(resp, 200, tenant_json(t));
     api_answer_when_stored(d, r, resp);

@@ -711,10 +711,13 @@ static void h_heartbeat(crater_http_req_t *r,
         djob_t *j = placed_job(d, n, u->job, u->attempt, u->replica);
         if (j && j->state == JS_LOST) /* the node is back; so is the task */
             job_apply(d, j, JE_RECONNECT, "node reconnected; still running");
-        if (j && u->replica == 0) /* a gang's samples: its first replica */
-            add_sample(j, u, now);
-        else if (!j) /* runs there but is not ours (any more): stop it */
+        if (!j) { /* runs there but is not ours (any more): stop it */
             order_stop(d, n, u->job, u->attempt, u->replica, "not placed here");
+            continue;
+        }
+        if (u->replica == 0) /* a gang's samples: its first replica */
+            add_sample(j, u, now);
+        idle_observe(d, j, u->replica, &hb, now);
     }
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
 out:

@@ -27,6 +27,7 @@
 #include "crater/auth.h"
 #include "crater/config.h"
 #include "crater/http.h"
+#include "crater/idle.h"
 #include "crater/jobspec.h"
 #include "crater/kb.h"
 #include "crater/metrics.h"
@@ -124,6 +125,10 @@ typedef struct djob {
      * for a cancellation */
     crater_proto_notice_t stop_notice;
     uint32_t failures; /* failed attempts (restartPolicy; stored) */
+    /* idle-GPU reclaim (idle.c): the current run of idle readings of
+     * attempt idle_attempt (not stored: a restart starts over) */
+    crater_idle_t idle;
+    uint32_t idle_attempt;
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -176,6 +181,8 @@ typedef struct dtenant {
     double weight;
     uint64_t d_cpu, d_mem; /* defaults (millicores, bytes); 0 = server's */
     uint32_t uid;          /* its tasks' uid and gid (access.c); 0 = none yet */
+    bool no_idle_reclaim;  /* idleReclaim: false: its jobs are never
+                              reclaimed for idle GPUs (idle.c) */
 } dtenant_t;
 
 typedef struct dtoken {
@@ -247,7 +254,7 @@ struct crater_daemon {
 
     /* metrics families */
     crater_metric_t *m_util, *m_queue, *m_jobs, *m_lat, *m_dec, *m_preempt,
-        *m_http, *m_commits, *m_nodes;
+        *m_http, *m_commits, *m_nodes, *m_idle_jobs, *m_idle_reclaims;
     uint64_t decisions;
 
     /* The core's scheduling pass (pass.h) with loop.c's ops: it tells a
@@ -500,6 +507,21 @@ int loop_start(crater_daemon_t *d, crater_error_t *err);
 void loop_kick(crater_daemon_t *d);                   /* under d->mu */
 void loop_capacity_changed(crater_daemon_t *d);       /* under d->mu */
 void declog_write(crater_daemon_t *d, json_t *entry); /* steals entry */
+
+/* ---- idle-GPU reclaim (idle.c) ---- */
+/* One heartbeat's reading of j's task replica (placed on the heartbeat's
+ * node): warns, reclaims (JE_PREEMPT with notice idle) or resets j->idle.
+ * Caller holds d->mu. */
+void idle_observe(crater_daemon_t *d,
+                  djob_t *j,
+                  uint32_t replica,
+                  const crater_proto_heartbeat_t *h,
+                  int64_t now);
+/* {since_ms, warned, reclaim_at_ms} while j's GPUs read idle; NULL
+ * otherwise. New reference. */
+json_t *idle_json(const crater_daemon_t *d, const djob_t *j);
+/* Running jobs warned for idle GPUs (the crater_idle_gpu_jobs gauge). */
+size_t idle_warned_jobs(const crater_daemon_t *d);
 
 /* ---- retention.c ----------------------------------------------------------
  */

@@ -361,6 +361,7 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
                           (int)j->attempts,
                           "preemptible",
                           j->spec->preemptible);
+    json_t *idle;
     char id[24];
 
     if (!o)
@@ -399,6 +400,8 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
     else if (job_state_final(j->state)) /* why it ended (time limit ...) */
         json_object_set(o, "reason", final_reason(j));
     job_ckpt_view(j, o);
+    if ((idle = idle_json(d, j)))
+        json_object_set_new(o, "idle", idle);
     if (full) {
         json_object_set(o, "spec", j->spec_json);
         json_object_set(o, "history", j->history);

@@ -181,6 +181,7 @@ static int load_tenant(crater_daemon_t *d,
     t->uid = (uint32_t)uid;
     t->d_cpu = (uint64_t)dc;
     t->d_mem = (uint64_t)dm;
+    t->no_idle_reclaim = json_is_false(json_object_get(v, "idle_reclaim"));
     return crater_queue_set_tenant_weight(d->queue, t->name, w, err);
 }
 
@@ -366,8 +367,21 @@ int metrics_setup(crater_daemon_t *d, crater_error_t *err)
                                           "Store transactions issued",
                                           NULL,
                                           err);
+    d->m_idle_jobs = crater_metrics_gauge(m,
+                                          "crater_idle_gpu_jobs",
+                                          "Running jobs warned for idle GPUs "
+                                          "(scheduler.idleGpuWindow)",
+                                          NULL,
+                                          err);
+    d->m_idle_reclaims = crater_metrics_counter(m,
+                                                "crater_idle_reclaims_total",
+                                                "Jobs reclaimed (preempted) "
+                                                "for idle GPUs",
+                                                NULL,
+                                                err);
     if (!d->m_util || !d->m_queue || !d->m_jobs || !d->m_nodes || !d->m_lat
-        || !d->m_dec || !d->m_preempt || !d->m_commits)
+        || !d->m_dec || !d->m_preempt || !d->m_commits || !d->m_idle_jobs
+        || !d->m_idle_reclaims)
         return -1;
     return history_metrics_setup(d, err);
 }
@@ -422,6 +436,7 @@ static void publish(crater_daemon_t *d)
         nunk += s[0] == 'U';
     }
     publish_util(d);
+    crater_metric_set(d->m_idle_jobs, NULL, (double)idle_warned_jobs(d));
     crater_metric_set(d->m_nodes, (const char *[]){"Ready"}, (double)nready);
     crater_metric_set(d->m_nodes, (const char *[]){"NotReady"}, (double)nnot);
     crater_metric_set(d->m_nodes, (const char *[]){"Unknown"}, (double)nunk);

@@ -1688,6 +1688,29 @@ static void checkpoint_field(FILE *fp, const json_t *job, int64_t now_ms)
     }
 }
 
+/* "Idle GPUs:" while craterd measures the job's GPUs idle (job "idle",
+ * idle-GPU reclaim): since when, and when it is reclaimed once warned. */
+static void idle_field(FILE *fp, const json_t *job, int64_t now_ms)
+{
+    const json_t *i = json_object_get(job, "idle");
+    const json_t *at = json_object_get(i, "reclaim_at_ms");
+    char t[40], left[32], line[120];
+
+    if (!json_is_object(i))
+        return;
+    time_field(fp, "Idle GPUs:", json_object_get(i, "since_ms"), now_ms);
+    if (!json_is_integer(at))
+        return;
+    snprintf(line,
+             sizeof(line),
+             "warned; reclaimed %s (in %s) unless busy again",
+             cli_format_time(json_integer_value(at), t, sizeof(t)),
+             cli_format_age(json_integer_value(at) - now_ms,
+                            left,
+                            sizeof(left)));
+    field(fp, "Idle reclaim:", line);
+}
+
 int cli_print_job_describe(FILE *fp,
                            const json_t *job,
                            const json_t *explain,
@@ -1717,6 +1740,7 @@ int cli_print_job_describe(FILE *fp,
     if (json_is_string(json_object_get(spec, "timeLimit")))
         field(fp, "Time limit:", time_limit_text(spec, buf, sizeof(buf)));
     checkpoint_field(fp, job, now_ms);
+    idle_field(fp, job, now_ms);
     rc = placement_block(fp, json_object_get(job, "placement"));
     if (rc == 0)
         rc = replicas_block(fp, json_object_get(job, "replicas"));

@@ -68,6 +68,8 @@ struct jstate {
     uint32_t rpos; /* position in run.running while running */
     uint32_t epos; /* position in run.ends while it has an expected end */
     uint8_t st;
+    bool reclaim;          /* idle reclaim ends its run (idle_profile()) */
+    uint64_t idle_held_ms; /* the idle tail it holds at the end of its run */
 };
 
 struct dep {
@@ -98,6 +100,7 @@ struct run {
     uint64_t now;
     double cur[NDIM], cap[NDIM];
     double area_win[NDIM], area_all[NDIM], bucket[NDIM];
+    double idle_area; /* GPU-time held idle by completed jobs */
     size_t sample_cap;
 };
 
@@ -382,6 +385,22 @@ static void end_remove(struct run *r, uint32_t j)
         end_down(r, i, last);
 }
 
+/* Job i's idle tail (not cut by a time limit): held to the end, or
+ * until idle reclaim ends the run idle_reclaim_ms into it. */
+static void idle_profile(struct run *r, size_t i)
+{
+    struct jstate *st = &r->st[i];
+    uint64_t tail = r->jobs[i].idle_tail_ms, rc = r->o.idle_reclaim_ms;
+
+    tail = tail < r->jobs[i].runtime_ms ? tail : r->jobs[i].runtime_ms;
+    st->idle_held_ms = tail;
+    if (!rc || tail <= rc)
+        return;
+    st->reclaim = true;
+    st->idle_held_ms = rc;
+    st->remaining_ms -= tail - rc;
+}
+
 static void running_add(struct run *r, uint32_t j)
 {
     uint64_t left = limit_left(r, j);
@@ -610,6 +629,8 @@ static int process_event(struct run *r, uint64_t t)
         st->st = ST_DONE;
         st->done_ms = t;
         r->res->completed++;
+        r->idle_area += st->galloc * (double)st->idle_held_ms;
+        r->res->idle_reclaims += st->reclaim;
         released = true;
     }
     while (r->next_arr < r->n && r->jobs[r->arr[r->next_arr]].submit_ms == t) {
@@ -750,6 +771,8 @@ static int run_init(struct run *r)
         if (r->jobs[i].time_limit_ms
             && r->jobs[i].time_limit_ms < r->jobs[i].runtime_ms)
             r->st[i].remaining_ms = r->jobs[i].time_limit_ms; /* cut */
+        else
+            idle_profile(r, i);
         r->st[i].first_start_ms = UINT64_MAX;
     }
     return sort_arrivals(r);
@@ -884,6 +907,8 @@ static void utilisation(struct run *r)
         res->util_gpu_alloc_all =
             r->area_all[DIM_GALLOC] / all / r->cap[DIM_GALLOC];
         res->util_gpu_req_all = r->area_all[DIM_GREQ] / all / r->cap[DIM_GREQ];
+        res->util_gpu_busy_all =
+            (r->area_all[DIM_GALLOC] - r->idle_area) / all / r->cap[DIM_GALLOC];
     }
 }
 
@@ -1085,6 +1110,14 @@ json_t *crater_replay_result_json(const crater_replay_result_t *r,
                   cls);
     if (o)
         json_object_set_new(o, "multi_gpu", stats_json(&r->multi_gpu));
+    if (o)
+        json_object_set_new(o,
+                            "util_gpu_busy_all",
+                            json_real(r->util_gpu_busy_all));
+    if (o)
+        json_object_set_new(o,
+                            "idle_reclaims",
+                            json_integer((json_int_t)r->idle_reclaims));
     if (o && with_samples)
         json_object_set_new(o, "samples", samples_json(r));
     return o;

@@ -108,6 +108,47 @@ static int parse_load(const char *v, double *out, crater_error_t *err)
     return 0;
 }
 
+/* A fraction in [lo, 1] (lo_open: lo excluded). */
+static int parse_frac(const char *k,
+                      const char *v,
+                      bool lo_open,
+                      double *out,
+                      crater_error_t *err)
+{
+    char *end;
+    double x = strtod(v, &end);
+
+    if (!*v || *end || !(x >= 0) || x > 1 || (lo_open && x == 0))
+        return bad(err,
+                   k,
+                   v,
+                   lo_open ? "is not a fraction in (0, 1]"
+                           : "is not a fraction in [0, 1]");
+    *out = x;
+    return 0;
+}
+
+/* The idle profile's keys (crater_synth_spec_t); 1 when k is none. */
+static int set_idle_key(crater_synth_spec_t *sp,
+                        const char *k,
+                        const char *v,
+                        crater_error_t *err)
+{
+    uint64_t ns;
+    crater_error_t e;
+
+    if (!strcmp(k, "idle"))
+        return parse_frac(k, v, false, &sp->idle, err);
+    if (!strcmp(k, "idletail"))
+        return parse_frac(k, v, true, &sp->idle_tail, err);
+    if (strcmp(k, "idlereclaim"))
+        return 1;
+    if (crater_parse_duration_ns(v, &ns, &e) < 0)
+        return bad(err, k, v, "is not a duration (0: off)");
+    sp->idle_reclaim_ms = ns / 1000000u;
+    return 0;
+}
+
 static int set_key(crater_synth_spec_t *sp,
                    const char *k,
                    const char *v,
@@ -115,6 +156,7 @@ static int set_key(crater_synth_spec_t *sp,
 {
     uint64_t ns;
     crater_error_t e;
+    int rc;
 
     if (!strcmp(k, "nodes"))
         return parse_count(k, v, &sp->nodes, err);
@@ -146,11 +188,14 @@ static int set_key(crater_synth_spec_t *sp,
         sp->runtime_ms = ns / 1000000u;
         return 0;
     }
+    if ((rc = set_idle_key(sp, k, v, err)) <= 0)
+        return rc;
     return crater_errorf_field(err,
                                CRATER_EINVAL,
                                "synthetic",
                                "synthetic: unknown key '%s' (expected nodes, "
-                               "jobs, mix, seed, load, runtime, dist)",
+                               "jobs, mix, seed, load, runtime, dist, idle, "
+                               "idletail, idlereclaim)",
                                k);
 }
 
@@ -158,7 +203,10 @@ int crater_synth_parse(const char *text,
                        crater_synth_spec_t *out,
                        crater_error_t *err)
 {
-    crater_synth_spec_t sp = {.seed = 1, .load = 0.9, .runtime_ms = 3600000};
+    crater_synth_spec_t sp = {.seed = 1,
+                              .load = 0.9,
+                              .runtime_ms = 3600000,
+                              .idle_tail = 0.5};
     char buf[512], *save = NULL;
 
     if (!text || strlen(text) >= sizeof(buf))
@@ -353,6 +401,22 @@ static double mean_gap_ms(const crater_synth_spec_t *sp,
     return g * (double)sp->runtime_ms / (sp->load * cap);
 }
 
+/* A share sp->idle of the jobs get an idle tail of sp->idle_tail of
+ * their runtime. Its own random stream: a spec without idle= draws the
+ * same workload as before the idle profile existed. */
+static void idle_profile(const crater_synth_spec_t *sp, crater_replay_job_t *j)
+{
+    struct rng r;
+
+    if (!(sp->idle > 0))
+        return;
+    rng_seed(&r, sp->seed ^ 0x1d1e1d1e1d1eull);
+    for (uint64_t i = 0; i < sp->jobs; i++)
+        if (rng_unit(&r) <= sp->idle)
+            j[i].idle_tail_ms =
+                (uint64_t)((double)j[i].runtime_ms * sp->idle_tail);
+}
+
 int crater_synth_jobs(const crater_synth_spec_t *sp,
                       const crater_synth_mix_t *mix,
                       const crater_sched_t *s,
@@ -380,6 +444,7 @@ int crater_synth_jobs(const crater_synth_spec_t *sp,
             pod->num_gpu == 1 ? pod->gpu_milli : pod->num_gpu * 1000u;
         crater_replay_job_class(&j[i], crater_replay_class_of_qos(pod->qos), p);
     }
+    idle_profile(sp, j);
     *jobs = j;
     return 0;
 }

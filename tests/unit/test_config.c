@@ -82,6 +82,9 @@ START_TEST(defaults_every_key)
     ck_assert(c.scheduler.backfill);
     ck_assert_uint_eq(c.scheduler.resource_grace_period_ms, 30000);
     ck_assert_uint_eq(c.scheduler.preemption_min_runtime_ms, 120000);
+    ck_assert(c.scheduler.idle_gpu_threshold == 0.05);
+    ck_assert_uint_eq(c.scheduler.idle_gpu_window_ms, 0); /* off */
+    ck_assert_uint_eq(c.scheduler.idle_gpu_grace_ms, 1800000);
     ck_assert_uint_eq(c.agent.heartbeat_interval_ms, 5000);
     ck_assert_uint_eq(c.agent.heartbeat_timeout_ms, 30000);
     ck_assert_int_eq(c.agent.migration_policy, CRATER_MIGRATION_CONSERVATIVE);
@@ -527,7 +530,7 @@ START_TEST(encode_defaults_has_every_key)
     ea = crater_config_encode(&a);
     ck_assert_uint_eq(json_object_size(ea), 8);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 20);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 23);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 15);
     ck_assert_str_eq(json_string_value(

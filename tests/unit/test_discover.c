@@ -223,7 +223,7 @@ START_TEST(stub_util_and_procs)
     double util = -1;
     size_t cnt = 99;
 
-    ck_assert_int_eq(crater_nvml_util(n, 1, &util, &used, &err), 0);
+    ck_assert_int_eq(crater_nvml_util(n, 1, &util, NULL, &used, &err), 0);
     ck_assert_double_eq_tol(util, 0.38, 1e-9);
     ck_assert_uint_eq(used, 2 * GIB);
     ck_assert_int_eq(crater_nvml_procs(n, 0, p, 4, &cnt, &err), 0);
@@ -240,6 +240,44 @@ START_TEST(stub_util_and_procs)
     ck_assert_int_eq(crater_nvml_procs(n, 7, p, 4, &cnt, &err), -1);
     ck_assert_int_eq(err.errnum, CRATER_EINVAL);
     crater_nvml_close(n);
+}
+END_TEST
+
+/* Idle-GPU reclaim reads SM utilisation and memory activity (NVML's
+ * utilization.memory, bandwidth, not memory held); the stub takes both
+ * from NVMLSTUB_UTIL_FILE at every call, so a test can make a GPU idle
+ * while it holds memory, then busy again. */
+START_TEST(stub_util_file_idle_and_busy)
+{
+    char path[] = "/tmp/crater-nvmlutil-XXXXXX";
+    int fd = mkstemp(path);
+    crater_nvml_t *n;
+    crater_error_t err = {0};
+    uint64_t used = 0;
+    double sm = -1, act = -1;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "0 0\n", 4), 4);
+    close(fd);
+    setenv("NVMLSTUB_UTIL_FILE", path, 1);
+    n = stub();
+    ck_assert_int_eq(crater_nvml_util(n, 0, &sm, &act, &used, &err), 0);
+    ck_assert_double_eq(sm, 0);
+    ck_assert_double_eq(act, 0);
+    ck_assert_uint_eq(used, GIB); /* idle, yet holding memory */
+    /* no line for GPU 1: the fixed reading, memory activity 10 % */
+    ck_assert_int_eq(crater_nvml_util(n, 1, &sm, &act, &used, &err), 0);
+    ck_assert_double_eq_tol(sm, 0.38, 1e-9);
+    ck_assert_double_eq_tol(act, 0.10, 1e-9);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    ck_assert_int_eq(write(fd, "3 85\n", 5), 5); /* copies, no kernels */
+    close(fd);
+    ck_assert_int_eq(crater_nvml_util(n, 0, &sm, &act, &used, &err), 0);
+    ck_assert_double_eq_tol(sm, 0.03, 1e-9);
+    ck_assert_double_eq_tol(act, 0.85, 1e-9);
+    crater_nvml_close(n);
+    unsetenv("NVMLSTUB_UTIL_FILE");
+    unlink(path);
 }
 END_TEST
 
@@ -650,6 +688,7 @@ int main(void)
     tcase_add_test(tc, unknown_model_and_link_bandwidth);
     tcase_add_test(tc, nvswitch_and_no_link_peers);
     tcase_add_test(tc, stub_util_and_procs);
+    tcase_add_test(tc, stub_util_file_idle_and_busy);
     tcase_add_test(tc, storage_from_sysfs);
     tcase_add_test(tc, storage_declared_vm_classes);
     tcase_add_test(tc, storage_probe_injected);

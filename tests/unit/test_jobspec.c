@@ -222,6 +222,7 @@ static const char *spec_diff(const crater_jobspec_t *a,
     DIFF(a->priority == b->priority, "priority");
     DIFF(str_eq(a->priority_class, b->priority_class), "priorityClass");
     DIFF(a->preemptible == b->preemptible, "preemptible");
+    DIFF(a->no_idle_reclaim == b->no_idle_reclaim, "idleReclaim");
     DIFF(a->grace_period_ms == b->grace_period_ms, "gracePeriod");
     DIFF(a->time_limit_ms == b->time_limit_ms, "timeLimit");
     DIFF(!(r = res_diff(&a->resources, &b->resources)), r);
@@ -327,6 +328,7 @@ static const char *full_spec = "apiVersion: crater/v1\n"
                                "priority: -42\n"
                                "priorityClass: high\n"
                                "preemptible: true\n"
+                               "idleReclaim: false\n"
                                "gracePeriod: 1m30s\n"
                                "resources:\n"
                                "  gpu:\n"
@@ -397,6 +399,7 @@ START_TEST(test_create_defaults)
     ck_assert_str_eq(s->tenant, "default");
     ck_assert_int_eq(s->priority, 0);
     ck_assert(!s->preemptible);
+    ck_assert(!s->no_idle_reclaim); /* idle reclaim applies by default */
     ck_assert_uint_eq(s->grace_period_ms, 30000);
     ck_assert(s->cpu_limit_multiplier == 1.0);
     ck_assert_int_eq(s->io_profile, CRATER_IO_DEFAULT);
@@ -518,6 +521,7 @@ START_TEST(test_full_spec_values)
     ck_assert_int_eq(s->priority, -42);
     ck_assert_str_eq(s->priority_class, "high");
     ck_assert(s->preemptible);
+    ck_assert(s->no_idle_reclaim); /* idleReclaim: false */
     ck_assert_uint_eq(s->grace_period_ms, 90000);
     ck_assert(s->cpu_limit_multiplier == 2.5);
     ck_assert(s->cpu_burst);
@@ -992,6 +996,10 @@ START_TEST(test_names_and_enums)
     decode_fails("costCap: -1",
                  CRATER_ERANGE,
                  "t.yaml:1:1: costCap: -1 is out of range [0, 1e+15]");
+    decode_fails("idleReclaim: off",
+                 CRATER_ETYPE,
+                 "t.yaml:1:1: idleReclaim: expected true or false, got a "
+                 "string");
     decode_fails("preemptible: yes",
                  CRATER_ETYPE,
                  "t.yaml:1:1: preemptible: expected true or false, got a "

@@ -350,7 +350,9 @@ START_TEST(heartbeat_round_trip)
     in->ngpus = 2;
     in->gpus[1] = (crater_proto_gpu_util_t){.index = 1,
                                             .util = 0.9,
-                                            .memory_used_bytes = 1 << 30};
+                                            .memory_used_bytes = 1 << 30,
+                                            .mem_activity = 0.25};
+    in->gpus[0].mem_activity = -1; /* not measured: left off the wire */
     in->tasks = &use;
     in->ntasks = 1;
     round_trip(in,
@@ -361,6 +363,8 @@ START_TEST(heartbeat_round_trip)
     ck_assert_double_eq(out->cpu, 0.4);
     ck_assert_uint_eq(out->ngpus, 2);
     ck_assert_uint_eq(out->gpus[1].memory_used_bytes, 1 << 30);
+    ck_assert_double_eq(out->gpus[1].mem_activity, 0.25);
+    ck_assert_double_eq(out->gpus[0].mem_activity, -1);
     ck_assert_str_eq(out->tasks[0].job, "17");
     ck_assert_double_eq(out->tasks[0].cpu_millis, 900.5);
     crater_proto_heartbeat_clear(out);

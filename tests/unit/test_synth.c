@@ -4,6 +4,7 @@
  * to end replay. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,17 @@ START_TEST(parse_defaults_and_keys)
     ck_assert_double_eq(sp.load, 1.5);
     ck_assert_uint_eq(sp.runtime_ms, 1800000);
     ck_assert(sp.lognormal);
+    ck_assert_double_eq(sp.idle, 0); /* no idle profile by default */
+    ck_assert_double_eq(sp.idle_tail, 0.5);
+    ck_assert_uint_eq(sp.idle_reclaim_ms, 0);
+    ck_assert_int_eq(crater_synth_parse("jobs=5,nodes=2,idle=0.25,"
+                                        "idletail=0.75,idlereclaim=40m",
+                                        &sp,
+                                        &err),
+                     0);
+    ck_assert_double_eq(sp.idle, 0.25);
+    ck_assert_double_eq(sp.idle_tail, 0.75);
+    ck_assert_uint_eq(sp.idle_reclaim_ms, 2400000);
 }
 END_TEST
 
@@ -77,7 +89,16 @@ START_TEST(parse_errors)
     parse_error("nodes=1,jobs=1,node=3",
                 "synthetic",
                 "synthetic: unknown key 'node' (expected nodes, jobs, mix, "
-                "seed, load, runtime, dist)");
+                "seed, load, runtime, dist, idle, idletail, idlereclaim)");
+    parse_error("nodes=1,jobs=1,idle=1.5",
+                "synthetic.idle",
+                "synthetic.idle: '1.5' is not a fraction in [0, 1]");
+    parse_error("nodes=1,jobs=1,idletail=0",
+                "synthetic.idletail",
+                "synthetic.idletail: '0' is not a fraction in (0, 1]");
+    parse_error("nodes=1,jobs=1,idlereclaim=soon",
+                "synthetic.idlereclaim",
+                "synthetic.idlereclaim: 'soon' is not a duration (0: off)");
     parse_error("nodes=1,jobs",
                 "synthetic",
                 "synthetic: 'jobs' is not key=value");
@@ -253,6 +274,65 @@ START_TEST(small_end_to_end)
 }
 END_TEST
 
+/* One replay of the spec text on its synthetic cluster. */
+static void run_spec(const char *text, crater_replay_result_t *r)
+{
+    crater_synth_spec_t sp;
+    crater_error_t err;
+    struct world w;
+    crater_replay_job_t *a;
+
+    ck_assert_int_eq(crater_synth_parse(text, &sp, &err), 0);
+    build(&w, &sp);
+    ck_assert_int_eq(crater_synth_jobs(&sp,
+                                       &w.mix,
+                                       w.s,
+                                       CRATER_REPLAY_CRATER,
+                                       &a,
+                                       &err),
+                     0);
+    crater_replay_opts_t o = {.preempt = true,
+                              .cluster = w.cl,
+                              .idle_reclaim_ms = sp.idle_reclaim_ms};
+    ck_assert_msg(crater_replay_run(w.s, a, sp.jobs, &o, r, &err) == 0,
+                  "%s",
+                  err.text);
+    free(a);
+    destroy(&w);
+}
+
+/* Idle profile: half the jobs hold their GPUs idle for the last 60 % of
+ * their runtime. Without reclaim they hold them to the end; with a 10 min
+ * reclaim the same work is done (busy GPU-time equal) holding less, and
+ * every idle job whose tail is longer than 10 min is reclaimed. */
+START_TEST(idle_profile_and_reclaim)
+{
+    static const char base[] = "nodes=20,jobs=1500,mix=builtin,runtime=1h,"
+                               "seed=5,idle=0.5,idletail=0.6";
+    char with[160];
+    crater_replay_result_t off, on, none;
+
+    snprintf(with, sizeof(with), "%s,idlereclaim=10m", base);
+    run_spec(base, &off);
+    run_spec(with, &on);
+    run_spec("nodes=20,jobs=1500,mix=builtin,runtime=1h,seed=5", &none);
+    ck_assert_uint_eq(off.idle_reclaims, 0);
+    ck_assert_uint_gt(on.idle_reclaims, 500);
+    ck_assert_uint_le(on.idle_reclaims, on.completed);
+    /* idle tails held: busy below held; none without the profile */
+    ck_assert(off.util_gpu_busy_all < off.util_gpu_alloc_all - 0.1);
+    ck_assert(fabs(none.util_gpu_busy_all - none.util_gpu_alloc_all) < 1e-9);
+    /* reclaim: less held, a larger share of what is held is busy */
+    ck_assert(on.util_gpu_alloc_all < off.util_gpu_alloc_all);
+    ck_assert(on.util_gpu_busy_all / on.util_gpu_alloc_all
+              > off.util_gpu_busy_all / off.util_gpu_alloc_all + 0.1);
+    ck_assert(on.all.wait_mean <= off.all.wait_mean);
+    crater_replay_result_clear(&off);
+    crater_replay_result_clear(&on);
+    crater_replay_result_clear(&none);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("synth");
@@ -266,6 +346,7 @@ int main(void)
     tcase_add_test(tc, same_seed_same_workload);
     tcase_add_test(tc, lognormal_mean);
     tcase_add_test(tc, small_end_to_end);
+    tcase_add_test(tc, idle_profile_and_reclaim);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

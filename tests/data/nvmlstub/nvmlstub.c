@@ -27,6 +27,13 @@
  *                    number in the file (at most 64 per GPU). Read at every
  *                    call, like the driver's live view.
  *
+ * Utilisation (idle-GPU reclaim tests):
+ *   NVMLSTUB_UTIL_FILE  line i of the file, "SM MEM" in percent, is what
+ *                    nvmlDeviceGetUtilizationRates reports for GPU i
+ *                    (utilization.gpu, utilization.memory); read at every
+ *                    call so a test can make a GPU idle or busy. A GPU
+ *                    with no such line keeps the fixed 37+i % and 10 %.
+ *
  * MIG (nvmlDeviceGetMigMode, nvmlDeviceGetMaxMigDeviceCount,
  * nvmlDeviceGetMigDeviceHandleByIndex):
  *   NVMLSTUB_MIG     "<gpu>=<spec>;<gpu>=<spec>...", spec one of
@@ -435,11 +442,31 @@ EXPORT int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_dev d,
     return OK;
 }
 
+/* Line idx of NVMLSTUB_UTIL_FILE into u; 0 when there is none. */
+static int file_util(unsigned idx, nvml_util *u)
+{
+    const char *path = getenv("NVMLSTUB_UTIL_FILE");
+    unsigned sm, mem, i = 0;
+    char line[128];
+    int found = 0;
+    FILE *f;
+
+    if (!path || !(f = fopen(path, "r")))
+        return 0;
+    while (!found && fgets(line, sizeof(line), f))
+        if (i++ == idx && sscanf(line, "%u %u", &sm, &mem) == 2) {
+            u->gpu = sm, u->memory = mem;
+            found = 1;
+        }
+    fclose(f);
+    return found;
+}
+
 EXPORT int nvmlDeviceGetUtilizationRates(nvml_dev d, nvml_util *u)
 {
     int r = chk_dev(d, u);
 
-    if (r == OK)
+    if (r == OK && !file_util(d->idx, u))
         u->gpu = 37 + d->idx, u->memory = 10;
     return r;
 }
