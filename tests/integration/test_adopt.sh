@@ -13,6 +13,9 @@
 # notice; after the final Ctrl-C no task process and no task
 # cgroup is left. Waits are for states, with generous bounds.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -128,16 +131,16 @@ wait_for 20 "$id" '.state == "failed" and .exit.code == 126' && ok || bad "missi
 printf 'name: nocmd\ncommand: [no-such-command-%s]\nresources: {cpu: 100m, memory: 16Mi}\n' "$mark" >"$tmp/n.yaml"
 id=$(c submit -f "$tmp/n.yaml" -o json | jq -r .id)
 wait_for 20 "$id" '.state == "failed" and .exit.code == 127' && ok || bad "missing command: exit 127"
-c logs "$id" --stream stderr | grep -q "^crater: cannot execute no-such-command-$mark: no such file or directory$" \
+c logs "$id" --stream stderr | has "^crater: cannot execute no-such-command-$mark: no such file or directory$" \
     && ok || bad "missing command reason: '$(c logs "$id" --stream stderr)'"
 
 # ---- a fork bomb stops at agent.pidsLimit (32 here), not at the node's limit -----
 if [ -d /sys/fs/cgroup/pids ] || grep -qw pids /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
     id=$(submit bomb 'n=0; while [ $n -lt 200 ]; do sleep 60 & n=$((n + 1)); done; echo forked $n')
     wait_for 30 "$id" '.state == "failed"' && ok || bad "the fork bomb did not fail"
-    for _ in $(seq 1 50); do c logs "$id" --stream stderr 2>/dev/null | grep -qi fork && break; sleep 0.1; done
-    c logs "$id" --stream stderr | grep -qi "fork" && ok || bad "no fork failure in its stderr: $(c logs "$id" --stream stderr)"
-    c logs "$id" | grep -q "forked 200" && bad "200 processes forked under a 32 pids limit" || ok
+    for _ in $(seq 1 50); do c logs "$id" --stream stderr 2>/dev/null | has -i fork && break; sleep 0.1; done
+    c logs "$id" --stream stderr | has -i "fork" && ok || bad "no fork failure in its stderr: $(c logs "$id" --stream stderr)"
+    c logs "$id" | has "forked 200" && bad "200 processes forked under a 32 pids limit" || ok
 else
     echo "SKIP: no pids controller here"
 fi
@@ -183,7 +186,7 @@ for _ in $(seq 1 300); do
 done
 [ "$(c get array "$aid" -o json | jq '.states.succeeded')" = 6 ] && ok || bad "array done: $(c get array "$aid")"
 [ "$most" -le 2 ] && ok || bad "array ran $most jobs at once, its cap is 2"
-c get array "$aid" | grep -q "^array $aid: 6 jobs \[0-5%2\], 6 succeeded$" && ok || bad "get array: $(c get array "$aid")"
+c get array "$aid" | has "^array $aid: 6 jobs \[0-5%2\], 6 succeeded$" && ok || bad "get array: $(c get array "$aid")"
 [ "$(c logs "${aid}_3")" = "index=3" ] && ok || bad "job 3 of the array: '$(c logs "${aid}_3")'"
 c get jobs | grep -Eq "^${aid}_\[0-5\] +arr +default +6 succeeded " && ok || bad "get jobs: one row for the array: $(c get jobs)"
 
@@ -250,7 +253,7 @@ for _ in $(seq 1 200); do [ -e "$tmp/x/after" ] && break; sleep 0.1; done
 [ -e "$tmp/x/after" ] && ok || bad "the adopted task's agent socket does not answer after the restart"
 wait_for 60 "$pid_" '(.state == "failed" or .state == "succeeded") and .logs_complete' \
     || bad "the socket probe ended"
-c logs "$pid_" | grep -q "^notice time-limit reconnected$" && ok \
+c logs "$pid_" | has "^notice time-limit reconnected$" && ok \
     || bad "no preemption notice on the adopted task's socket: $(c logs "$pid_")"
 [ "$(copies)" = 0 ] && ok || bad "$(copies) task processes after they ended"
 

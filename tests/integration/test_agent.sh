@@ -8,6 +8,9 @@
 # agent adopts them (one copy, real exit code, whole log); an agent
 # restart re-reports its node without running anything twice.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -57,7 +60,7 @@ cp "$tmp/agent.token" "$tmp/open.token"; chmod 644 "$tmp/open.token"
     --node small-0 --data "$tmp/agent-y" 2>"$tmp/argv.err" &
 xpid=$!
 until_ 10 'grep -q "token puts the token" "$tmp/argv.err"' && ok || bad "no warning for --token"
-tr '\0' ' ' </proc/$xpid/cmdline | grep -q -- "$atok" && bad "the token is still in /proc/$xpid/cmdline" || ok
+tr '\0' ' ' </proc/$xpid/cmdline | has -- "$atok" && bad "the token is still in /proc/$xpid/cmdline" || ok
 kill -9 $xpid 2>/dev/null; wait $xpid 2>/dev/null
 
 start_agent

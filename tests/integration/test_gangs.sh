@@ -14,6 +14,9 @@
 # runs across the two nodes (skipped with a message without torch).
 # Waits are for states, with deadlines.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -86,10 +89,10 @@ job "$id" | jq -e '(.replicas | length) == 2 and ([.replicas[].state] == ["succe
 r0=$(logs "$id" 0) r1=$(logs "$id" 1)
 for r in 0 1; do
     out=$([ $r = 0 ] && echo "$r0" || echo "$r1")
-    echo "$out" | grep -qx "MASTER_ADDR=127.0.0.1" && echo "$out" | grep -qx "WORLD_SIZE=2" \
-        && echo "$out" | grep -qx "RANK=$r" && echo "$out" | grep -qx "NODE_RANK=$r" \
-        && echo "$out" | grep -qx "LOCAL_RANK=0" && echo "$out" | grep -qx "LOCAL_WORLD_SIZE=1" \
-        && echo "$out" | grep -qx "CRATER_REPLICA=$r" && echo "$out" | grep -qx "MASTER_PORT=[0-9]*" \
+    echo "$out" | has -x "MASTER_ADDR=127.0.0.1" && echo "$out" | has -x "WORLD_SIZE=2" \
+        && echo "$out" | has -x "RANK=$r" && echo "$out" | has -x "NODE_RANK=$r" \
+        && echo "$out" | has -x "LOCAL_RANK=0" && echo "$out" | has -x "LOCAL_WORLD_SIZE=1" \
+        && echo "$out" | has -x "CRATER_REPLICA=$r" && echo "$out" | has -x "MASTER_PORT=[0-9]*" \
         && ok || bad "replica $r environment: $out"
 done
 [ "$(echo "$r0" | grep ^MASTER_PORT=)" = "$(echo "$r1" | grep ^MASTER_PORT=)" ] \
@@ -106,7 +109,7 @@ job "$id" | jq -e '(.history[-1].reason | test("replica 1 on small-[01]: exit co
     and .replicas[1].state == "failed" and .replicas[1].exit.code == 3
     and .replicas[0].state == "cancelled"' >/dev/null \
     && ok || bad "failure names the replica: $(job "$id" | jq -c '{r: .history[-1].reason, replicas}')"
-until_gone() { for _ in $(seq 1 300); do pgrep -f "sleep 300" | xargs -r ps -o args= -p 2>/dev/null | grep -q . || return 0; sleep 0.1; done; return 1; }
+until_gone() { for _ in $(seq 1 300); do pgrep -f "sleep 300" | xargs -r ps -o args= -p 2>/dev/null | has . || return 0; sleep 0.1; done; return 1; }
 for _ in $(seq 1 300); do [ "$(pgrep -fc -- "$mark" || true)" = 0 ] && break; sleep 0.1; done
 [ "$(pgrep -fc -- "$mark" || true)" = 0 ] && ok || bad "the sibling replica was stopped: $(pgrep -fa -- "$mark")"
 

@@ -9,6 +9,9 @@
 # rows after 40,300 jobs). The crater_store_* metrics are checked against
 # the database itself after a clean stop.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -31,7 +34,7 @@ store:
 EOF2
 "$bin" validate "$tmp/craterd.yaml" >/dev/null && ok || bad "config with historyRetention validates"
 printf 'apiVersion: crater/v1\nkind: Config\nstore:\n  historyRetention: -1s\n' >"$tmp/bad.yaml"
-{ "$bin" validate "$tmp/bad.yaml" 2>&1 || true; } | grep -q 'store.historyRetention' \
+{ "$bin" validate "$tmp/bad.yaml" 2>&1 || true; } | has 'store.historyRetention' \
     && ok || bad "a negative historyRetention is refused, naming the field"
 
 start_craterd "$tmp/data" --config "$tmp/craterd.yaml" || exit 1

@@ -12,6 +12,9 @@
 #     and an idle slice of a tenant with idleReclaim: false (tenants API)
 #     run on untouched: one attempt, no idle entry.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -129,7 +132,7 @@ until_ 30 'job "$idle" | jq -e ".attempts >= 2" >/dev/null' && ok || bad "requeu
 job "$idle" | jq -e '[.history[] | select(.reason | startswith("requeued: idle GPU reclaim"))] | length >= 1' \
     >/dev/null && ok || bad "reclaim reason: $(show "$idle")"
 job "$idle" | jq -e '(.failures // 0) == 0 and .state != "failed"' >/dev/null && ok || bad "no failure: $(show "$idle")"
-until_ 10 'logs "$idle" 1 | grep -q "^notice: idle$"' && ok || bad "notice idle on the socket: $(logs "$idle" 1)"
+until_ 10 'logs "$idle" 1 | has "^notice: idle$"' && ok || bad "notice idle on the socket: $(logs "$idle" 1)"
 [ "$(metric crater_idle_reclaims_total)" -ge 1 ] 2>/dev/null && ok || bad "crater_idle_reclaims_total: '$(metric crater_idle_reclaims_total)'"
 grep -q '"idle-reclaim"' "$tmp"/data/decisions.log 2>/dev/null && ok || bad "idle-reclaim decision logged: $(ls "$tmp/data")"
 

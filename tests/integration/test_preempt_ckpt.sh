@@ -15,6 +15,9 @@
 # `crater describe`, and the grace period sized by the measured save time
 # capped by scheduler.maxCheckpointGrace. Every wait is for a state.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 py=/usr/bin/python3
 pass=0 fail=0
@@ -215,7 +218,7 @@ resources: {cpu: 100m, memory: 64Mi}
 Y
     yid=$(c submit -f "$tmp/toy.yaml" -o json | jq -r .id)
     wait_for 60 "$yid" '(.state == "failed" or .state == "succeeded") and .logs_complete' || bad "C example ended"
-    c logs "$yid" --stream stderr | grep -q "^toy_train: notice: time-limit, [0-9]* ms left; saved step [0-9]*$" \
+    c logs "$yid" --stream stderr | has "^toy_train: notice: time-limit, [0-9]* ms left; saved step [0-9]*$" \
         && ok || bad "C client got no notice: $(c logs "$yid" --stream stderr | tail -n 3)"
     ckpts "$yid" | jq -e '(.checkpoints | length) >= 2 and (.latest.digest | length) == 64 and .latest.bytes > 0' >/dev/null \
         && ok || bad "C client reports: $(ckpts "$yid" | jq -c .latest)"

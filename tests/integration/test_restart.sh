@@ -7,6 +7,9 @@
 # default (Never) fails at the first failure; backoffLimit without
 # OnFailure and a relative checkpoint.dir are refused naming the field.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -67,7 +70,7 @@ W
 diff "$tmp/want.out" "$tmp/h.out" && ok || bad "history of the attempts"
 job "$id" | jq -e '.spec.restartPolicy == "OnFailure" and .spec.backoffLimit == 2' >/dev/null \
     && ok || bad "normalised spec: $(job "$id" | jq -c .spec)"
-c describe job "$id" | grep -q "^Restart: *OnFailure, 3 failed attempt(s), backoffLimit 2$" \
+c describe job "$id" | has "^Restart: *OnFailure, 3 failed attempt(s), backoffLimit 2$" \
     && ok || bad "describe: $(c describe job "$id")"
 
 # ---- OnFailure: fails once, then succeeds -----------------------------------------

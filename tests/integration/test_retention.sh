@@ -4,6 +4,9 @@
 # and it stays gone after a restart: the store forgot it too); a finished
 # job that a waiting job names in "after" is kept until the waiter is done.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -33,7 +36,7 @@ agent:
 EOF2
 "$bin" validate "$tmp/craterd.yaml" >/dev/null && ok || bad "config with jobRetention validates"
 printf 'apiVersion: crater/v1\nkind: Config\nserver:\n  jobRetention: 10ms\n' >"$tmp/bad.yaml"
-{ "$bin" validate "$tmp/bad.yaml" 2>&1 || true; } | grep -q 'server.jobRetention' && ok || bad "jobRetention below 1s is refused, naming the field"
+{ "$bin" validate "$tmp/bad.yaml" 2>&1 || true; } | has 'server.jobRetention' && ok || bad "jobRetention below 1s is refused, naming the field"
 
 start_craterd "$tmp/data" --config "$tmp/craterd.yaml" || exit 1
 atok=$(c token create --role agent --node small-0 -o json | jq -r .token)
@@ -44,7 +47,7 @@ apid=$!
 # a finished job is visible, with its logs, until the retention passes
 a=$(job alone)
 until_ 15 'test "$(state "$a")" = succeeded' && ok || { bad "job succeeded"; cat "$tmp/agent.err"; }
-until_ 5 'c logs "$a" 2>/dev/null | grep -q "out of alone"' && ok || bad "logs served"
+until_ 5 'c logs "$a" 2>/dev/null | has "out of alone"' && ok || bad "logs served"
 [ -s "$tmp/data/logs/$a.1.stdout" ] && ok || bad "log file kept by craterd"
 
 # a finished job that a waiting job names stays

@@ -9,6 +9,9 @@
 # Ctrl-C. Tasks run on this machine; cgroup checks skip where cgroups are
 # not writable.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -60,8 +63,8 @@ id=$(submit 'name: hello
 command: [echo, hello from a task]
 resources: {cpu: 1, memory: 64Mi}')
 wait_for 20 "$id" '.state == "succeeded" and .exit.code == 0' && ok || bad "print job succeeded"
-for i in $(seq 1 30); do c logs "$id" 2>/dev/null | grep -q 'hello from a task' && break; sleep 0.1; done
-c logs "$id" | grep -q 'hello from a task' && ok || bad "print job log"
+for i in $(seq 1 30); do c logs "$id" 2>/dev/null | has 'hello from a task' && break; sleep 0.1; done
+c logs "$id" | has 'hello from a task' && ok || bad "print job log"
 
 # ---- GPU job: CUDA_VISIBLE_DEVICES by UUID, lands on a GPU node ---------------------
 id=$(submit 'name: gpu
@@ -71,8 +74,8 @@ wait_for 20 "$id" '.state == "succeeded"' && ok || bad "gpu job succeeded"
 node=$(job "$id" | jq -r .placement.node)
 case $node in small-*) ok ;; *) bad "gpu job on $node, not a GPU node" ;; esac
 uuid=$(job "$id" | jq -r '.placement.gpus[0].uuid')
-for i in $(seq 1 30); do c logs "$id" 2>/dev/null | grep -q devices= && break; sleep 0.1; done
-c logs "$id" | grep -q "devices=$uuid order=PCI_BUS_ID" && ok || { bad "CUDA_VISIBLE_DEVICES=$uuid"; c logs "$id"; }
+for i in $(seq 1 30); do c logs "$id" 2>/dev/null | has devices= && break; sleep 0.1; done
+c logs "$id" | has "devices=$uuid order=PCI_BUS_ID" && ok || { bad "CUDA_VISIBLE_DEVICES=$uuid"; c logs "$id"; }
 
 # ---- node selector: jobs land where the scheduler says ----------------------------------
 id=$(submit 'name: edge-only
