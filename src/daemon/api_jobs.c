@@ -103,6 +103,7 @@ static void job_remove(crater_daemon_t *d, djob_t *j)
                     (d->njobs - i - 1) * sizeof(*d->jobs));
             d->njobs--;
             array_track(d, j, -1);
+            backfill_track(d, j, (int)j->state, -1);
             return;
         }
 }

@@ -13,6 +13,13 @@
  * timeLimit never ends). With scheduler.backfill false the pass makes no
  * reservation and every job that fits starts (greedy).
  *
+ * Every pass that makes a reservation asks for the ends; the scan reads
+ * every job craterd holds (finished ones too, until their retention), so
+ * d->ends_jobs counts the jobs that can have an end (backfill_track, at
+ * the three places a job enters, moves and leaves) and none means no
+ * scan: a 1,000-element array of jobs without time limits spent 5% of
+ * its CPU here (B3).
+ *
  * Clocks: started_ms is the agent's start time (kept in order with
  * craterd's history), compared with craterd's clock; skew between the two
  * only moves the shadow time. The limit itself is enforced by the agent
@@ -22,6 +29,20 @@
 
 #include "crater/log.h"
 #include "daemon/internal.h"
+
+/* Does j count towards the ends in state st? An over-count only costs a
+ * scan: jobs not final with a time limit, and jobs being preempted. */
+static bool ends_counted(const djob_t *j, int st)
+{
+    return st >= 0 && !job_state_final((job_state_t)st)
+           && (j->spec->time_limit_ms || st == JS_PREEMPTING);
+}
+
+void backfill_track(crater_daemon_t *d, const djob_t *j, int from, int to)
+{
+    d->ends_jobs -= ends_counted(j, from);
+    d->ends_jobs += ends_counted(j, to);
+}
 
 /* When placed job j is expected to have released its resources. */
 static uint64_t expected_end(const djob_t *j, int64_t now)
@@ -39,6 +60,9 @@ size_t backfill_ends(crater_daemon_t *d, const crater_task_end_t **ends)
     crater_task_end_t *buf;
     size_t n = 0, cap = 0;
 
+    *ends = NULL;
+    if (d->ends_jobs == 0) /* no job with a time limit, none stopping */
+        return 0;
     for (size_t i = 0; i < d->njobs; i++)
         cap += d->jobs[i]->placed ? job_ntasks(d->jobs[i]) : 0;
     buf = realloc(d->ends_buf, (cap ? cap : 1) * sizeof(*buf));

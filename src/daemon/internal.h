@@ -265,6 +265,7 @@ struct crater_daemon {
     double decide_t0; /* loop.c: when the job's decision began */
     crater_tenant_usage_t *share_buf; /* loop.c: fair-share input */
     crater_task_end_t *ends_buf;      /* backfill.c: expected ends */
+    size_t ends_jobs; /* backfill.c: jobs that may have an expected end */
     bool util_dirty;
     int64_t recheck_ms; /* a full pass then (loop.c), 0 none */
 
@@ -498,6 +499,8 @@ bool job_retry_failure(crater_daemon_t *d, djob_t *j, const char *why);
 /* The placed tasks' expected ends, for the head's reservation (the
  * pass's ends op): *ends points at d->ends_buf; returns how many. */
 size_t backfill_ends(crater_daemon_t *d, const crater_task_end_t **ends);
+/* j entered (from -1), moved or left (to -1): keeps d->ends_jobs. */
+void backfill_track(crater_daemon_t *d, const djob_t *j, int from, int to);
 
 /* ---- loop.c ---------------------------------------------------------------
  */

@@ -56,6 +56,7 @@ int job_insert(crater_daemon_t *d, djob_t *j)
     if (j->id >= d->next_id)
         d->next_id = j->id + 1;
     array_track(d, j, +1);
+    backfill_track(d, j, -1, (int)j->state);
     return 0;
 }
 
@@ -856,6 +857,7 @@ int job_step(crater_daemon_t *d,
     }
     job_effects(d, j, &s, reason, now);
     array_moved(d, j, j->state, s.to);
+    backfill_track(d, j, (int)j->state, (int)s.to);
     j->state = s.to;
     job_event(j, now, s.to, reason);
     return 0;

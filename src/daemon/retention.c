@@ -138,6 +138,7 @@ size_t jobs_expire(crater_daemon_t *d, int64_t now)
         store_delete(&t, j->id);
         unlink_logs(d, j);
         array_track(d, j, -1);
+        backfill_track(d, j, (int)j->state, -1);
         job_free(j);
         if (++gone % DELETES_PER_TXN == 0)
             commit(d, &t);
