@@ -95,8 +95,8 @@ struct crater_pass {
     bool resv_ok;
     int32_t resv_prio;
     crater_reservation_t resv;
-    bool freed;    /* a preemption freed capacity in this pass */
-    int32_t floor; /* <= every running preemptible task's priority */
+    bool freed;     /* a preemption freed capacity in this pass */
+    int32_t floor;  /* <= every running preemptible task's priority */
     int32_t noplan; /* a plan failed this pass for a job of this priority */
     uint64_t now;
     crater_pass_stats_t st;
