@@ -230,6 +230,8 @@ static void apply_item(crater_agent_t *a, crater_proto_item_t *it)
 {
     atask_t *t;
 
+    if (it->op != CRATER_PROTO_START)
+        task_start_finish(a); /* the orders before this one, started */
     switch (it->op) {
     case CRATER_PROTO_START:
         task_start(a, &it->task);
@@ -269,6 +271,7 @@ static int poll_once(crater_agent_t *a, crater_error_t *err)
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < work.nitems; i++)
         apply_item(a, &work.items[i]);
+    task_start_finish(a);
     a->seq = work.seq;
     pthread_mutex_unlock(&a->mu);
     crater_proto_work_clear(&work);

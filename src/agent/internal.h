@@ -47,12 +47,14 @@ typedef struct atask {
     uint64_t shim_start; /* the shim's start time (/proc/PID/stat field 22):
                             a reused pid is not taken for it */
     bool shim_child;     /* the shim is this agent's child: reap it */
-    bool adopted;        /* left running by an earlier agent */
-    char *dir;           /* DATA/tasks/<job>.<attempt>[.r<replica>]:
-                            task.json, exit */
-    char *workdir;       /* the default working directory made for it */
-    bool switch_user;    /* runs as uid/gid (the agent is root) */
-    uid_t uid;           /* the tenant's task user, or agent.taskUser */
+    bool pid_wait;       /* spawned; pid_fd brings its pid (task.c) */
+    int pid_fd;
+    bool adopted;     /* left running by an earlier agent */
+    char *dir;        /* DATA/tasks/<job>.<attempt>[.r<replica>]:
+                         task.json, exit */
+    char *workdir;    /* the default working directory made for it */
+    bool switch_user; /* runs as uid/gid (the agent is root) */
+    uid_t uid;        /* the tenant's task user, or agent.taskUser */
     gid_t gid;
     atask_state_t state;
     int exit_code, signal;
@@ -225,6 +227,9 @@ const char *task_rtag(uint32_t replica, char buf[16]);
 /* Start the order's task (the order's environment is completed in place:
  * GPU sharing adds its variables). */
 int task_start(crater_agent_t *a, crater_proto_task_t *task);
+/* The pids of the tasks task_start() spawned, and their records: before
+ * any other order touches them, and at the end of each work batch. */
+void task_start_finish(crater_agent_t *a);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
 void task_supervise(crater_agent_t *a, int64_t now);
 int task_add(crater_agent_t *a, atask_t *t);

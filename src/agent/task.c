@@ -500,7 +500,6 @@ static int start_shim(crater_agent_t *a,
 {
     taskexec_t x = exec_view(s);
     int p[2], hi;
-    ssize_t got;
 
     if (pipe2(p, O_CLOEXEC) < 0)
         return crater_errorf(err, CRATER_EIO, "pipe: %s", strerror(errno));
@@ -523,15 +522,30 @@ static int start_shim(crater_agent_t *a,
                              strerror(errno));
     }
     t->shim_child = true;
-    while ((got = read(p[0], &t->pid, sizeof(t->pid))) < 0 && errno == EINTR)
+    t->pid_fd = p[0]; /* the pid comes later: task_start_finish() */
+    t->pid_wait = true;
+    return 0;
+}
+
+/* The pid t's shim sends once the task has joined its cgroup, dropped its
+ * privileges and exec'd; then t's record. */
+static int shim_pid(crater_agent_t *a, atask_t *t, crater_error_t *err)
+{
+    ssize_t got;
+
+    while ((got = read(t->pid_fd, &t->pid, sizeof(t->pid))) < 0
+           && errno == EINTR)
         ;
-    close(p[0]);
+    close(t->pid_fd);
+    t->pid_wait = false;
     if (got != sizeof(t->pid) || t->pid <= 0)
         return crater_errorf(err,
                              CRATER_EIO,
                              "the task's supervisor could not start it");
     t->started_ms = agent_now_ms();
     t->shim_start = taskstate_start_of(t->shim);
+    if (taskstate_save(a, t, err) < 0) /* the task runs; adoption will not */
+        crater_log(LOG_WARNING, "job %s: %s", t->job, err->text);
     return 0;
 }
 
@@ -594,8 +608,6 @@ static int do_spawn(crater_agent_t *a,
         || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
         || start_shim(a, t, s, err) < 0)
         goto out;
-    if (taskstate_save(a, t, err) < 0) /* the task runs; adoption will not */
-        crater_log(LOG_WARNING, "job %s: %s", t->job, err->text);
     rc = 0;
 out:
     crater_strv_free(s->argv);
@@ -605,8 +617,20 @@ out:
     return rc;
 }
 
+static void start_failed(atask_t *t, const crater_error_t *err)
+{
+    crater_log(LOG_ERR, "job %s: cannot start: %s", t->job, err->text);
+    t->error = strdup(err->text);
+    t->state = AT_EXITED;
+    t->exit_code = 127;
+    t->ended_ms = agent_now_ms();
+    t->log_done[0] = t->log_done[1] = true;
+}
+
 /* Start the task unless this job and attempt already runs here (craterd
- * re-sends start orders after a reconnect). */
+ * re-sends start orders after a reconnect): its shim is spawned, and its
+ * pid collected by task_start_finish(), so that the tasks of one work
+ * batch start side by side. */
 int task_start(crater_agent_t *a, crater_proto_task_t *task)
 {
     const char *job = task->job;
@@ -619,16 +643,21 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task)
         task_free(a, t);
         return -1;
     }
-    if (do_spawn(a, t, task, &err) < 0) {
-        crater_log(LOG_ERR, "job %s: cannot start: %s", job, err.text);
-        t->error = strdup(err.text);
-        t->state = AT_EXITED;
-        t->exit_code = 127;
-        t->ended_ms = agent_now_ms();
-        t->log_done[0] = t->log_done[1] = true;
-    }
+    if (do_spawn(a, t, task, &err) < 0)
+        start_failed(t, &err);
     report_kick(a);
     return 0;
+}
+
+void task_start_finish(crater_agent_t *a)
+{
+    crater_error_t err = {0};
+
+    for (size_t i = 0; i < a->ntasks; i++) {
+        atask_t *t = a->tasks[i];
+        if (t->pid_wait && shim_pid(a, t, &err) < 0)
+            start_failed(t, &err);
+    }
 }
 
 /* SIGTERM to t's process group and cgroup. A task stopped the moment it
@@ -805,6 +834,8 @@ void task_free(crater_agent_t *a, atask_t *t)
 {
     if (!t)
         return;
+    if (t->pid_wait)
+        close(t->pid_fd);
     if (t->state == AT_EXITED || t->pid <= 0)
         crater_cg_destroy(a->cg, t->cg, NULL);
     free(t->job);
