@@ -541,13 +541,43 @@ static int job_fill(crater_daemon_t *d, djob_t *j, crater_error_t *err)
     return crater_request_from_spec(d->sched, j->spec, &j->req, err);
 }
 
+/* The fields a record may lack (older records, jobs without them). */
+static void load_optional(djob_t *j, json_t *v)
+{
+    json_t *a = json_object_get(v, "array");
+
+    j->array_id = (uint64_t)json_integer_value(json_object_get(a, "id"));
+    j->array_index = (uint32_t)json_integer_value(json_object_get(a, "index"));
+    job_ckpts_load(j, json_object_get(v, "checkpoints"));
+    j->failures = (uint32_t)json_integer_value(json_object_get(v, "failures"));
+}
+
+/* Its placement (it holds one), else its last one (it held one), and a
+ * gang's replicas. */
+static int load_placement(
+    crater_daemon_t *d, djob_t *j, json_t *v, json_t *pl, crater_error_t *err)
+{
+    json_t *last = json_object_get(v, "last_placement");
+
+    if (pl && placement_load(d, pl, &j->pl) == 0)
+        j->placed = j->ever_placed = true;
+    if (!pl && last && placement_load(d, last, &j->pl) == 0)
+        j->ever_placed = true;
+    if (j->nrep && j->ever_placed
+        && gang_load(d, j, json_object_get(v, "replicas")) < 0)
+        return crater_errorf(err,
+                             CRATER_EPARSE,
+                             "malformed job record: replicas");
+    return 0;
+}
+
 djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
 {
     djob_t *j = job_new();
     json_int_t id = 0, sub = 0, st = 0, fin = 0, lost = 0;
     int attempts = 0, cancel = 0, oom = 0;
     const char *state = NULL;
-    json_t *spec = NULL, *hist = NULL, *pl = NULL, *last;
+    json_t *spec = NULL, *hist = NULL, *pl = NULL;
 
     if (!j)
         return NULL;
@@ -600,26 +630,12 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     j->oom = oom;
     j->cancel_requested = cancel;
     j->spec_json = json_incref(spec);
-    j->array_id = (uint64_t)json_integer_value(
-        json_object_get(json_object_get(v, "array"), "id"));
-    j->array_index = (uint32_t)json_integer_value(
-        json_object_get(json_object_get(v, "array"), "index"));
     json_decref(j->history);
     j->history = json_incref(hist);
-    job_ckpts_load(j, json_object_get(v, "checkpoints"));
-    j->failures = (uint32_t)json_integer_value(json_object_get(v, "failures"));
-    if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0)
+    load_optional(j, v);
+    if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0
+        || load_placement(d, j, v, pl, err) < 0)
         goto fail;
-    if (pl && placement_load(d, pl, &j->pl) == 0)
-        j->placed = j->ever_placed = true;
-    last = json_object_get(v, "last_placement");
-    if (!pl && last && placement_load(d, last, &j->pl) == 0)
-        j->ever_placed = true;
-    if (j->nrep && j->ever_placed
-        && gang_load(d, j, json_object_get(v, "replicas")) < 0) {
-        crater_errorf(err, CRATER_EPARSE, "malformed job record: replicas");
-        goto fail;
-    }
     return j;
 fail:
     job_free(j);

@@ -101,110 +101,59 @@ START_TEST(earliest_node_wins)
 }
 END_TEST
 
+/* crater_sched_place_backfill at time 0 for a job of limit ms (0: none);
+ * the placement in *p, the verdict in *v, the reason in *err. */
+static int bf(crater_sched_t *s,
+              const crater_request_t *q,
+              uint64_t limit,
+              crater_reservation_t *r,
+              crater_placement_t *p,
+              crater_backfill_verdict_t *v,
+              crater_error_t *err)
+{
+    return crater_sched_place_backfill(s, q, 0, limit, r, p, v, err);
+}
+
 /* One node: head 6 GPUs at 1000 (the 2 free GPUs are part of it). */
 START_TEST(verdicts_on_the_head_node)
 {
     crater_sched_t *s = nodes(1);
     crater_request_t head = req_slice(6, 0), cpu = req_slice(0, 0);
+    crater_request_t one = req_slice(1, 0), three = req_slice(3, 0);
     crater_task_end_t ends[] = {{1, 1000}};
     crater_reservation_t r;
     crater_placement_t p;
     crater_backfill_verdict_t v;
     crater_error_t err;
+    double cpu_extra;
 
     run_on(s, 1, 0, 4);
     run_on(s, 2, 0, 2);
     ck_assert_int_eq(crater_sched_reserve(s, &head, ends, 1, &r, &err), 0);
     r.head = 7;
-    /* asks for nothing: fits, holds none of the head's GPUs */
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &(crater_request_t){0},
-                                                 0,
-                                                 0,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     0); /* nothing asked: fits anywhere, uses no GPU */
+    /* nothing asked: fits anywhere, holds none of the head's GPUs */
+    ck_assert_int_eq(bf(s, &(crater_request_t){0}, 0, &r, &p, &v, &err), 0);
     ck_assert_int_eq(v, CRATER_BACKFILL_EXTRA);
     /* 1 GPU for 500 ms from 0: gone by the shadow time */
-    crater_request_t one = req_slice(1, 0);
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &one,
-                                                 0,
-                                                 500,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     0);
+    ck_assert_int_eq(bf(s, &one, 500, &r, &p, &v, &err), 0);
     ck_assert_int_eq(v, CRATER_BACKFILL_BEFORE_SHADOW);
     /* the boundary is allowed */
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &one,
-                                                 0,
-                                                 1000,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     0);
+    ck_assert_int_eq(bf(s, &one, 1000, &r, &p, &v, &err), 0);
     ck_assert_int_eq(v, CRATER_BACKFILL_BEFORE_SHADOW);
     /* longer, or unbounded: it would hold one of the head's GPUs */
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &one,
-                                                 0,
-                                                 1001,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     1);
+    ck_assert_int_eq(bf(s, &one, 1001, &r, &p, &v, &err), 1);
     ck_assert_int_eq(v, CRATER_BACKFILL_DENY);
     ck_assert(strstr(err.text, "job 7 at the head") != NULL);
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &one,
-                                                 0,
-                                                 0,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     1);
+    ck_assert_int_eq(bf(s, &one, 0, &r, &p, &v, &err), 1);
     /* CPU only, unbounded: into the extra, which it uses up */
-    double cpu_extra = r.w.extra[CRATER_QDIM_CPU];
+    cpu_extra = r.w.extra[CRATER_QDIM_CPU];
     cpu.cpu_milli = (uint64_t)cpu_extra / 2 + 1000;
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &cpu,
-                                                 0,
-                                                 0,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     0);
+    ck_assert_int_eq(bf(s, &cpu, 0, &r, &p, &v, &err), 0);
     ck_assert_int_eq(v, CRATER_BACKFILL_EXTRA);
     ck_assert(r.w.extra[CRATER_QDIM_CPU] == cpu_extra - (double)p.cpu_milli);
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &cpu,
-                                                 0,
-                                                 0,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     1);
+    ck_assert_int_eq(bf(s, &cpu, 0, &r, &p, &v, &err), 1);
     /* does not fit now at all: -1 */
-    crater_request_t three = req_slice(3, 0);
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &three,
-                                                 0,
-                                                 10,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     -1);
+    ck_assert_int_eq(bf(s, &three, 10, &r, &p, &v, &err), -1);
     crater_sched_destroy(s);
 }
 END_TEST
