@@ -16,6 +16,7 @@
 #ifndef CRATER_CGROUP_H
 #define CRATER_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -91,6 +92,36 @@ int crater_cg_create(crater_cgroups_t *cg,
                      const char *task,
                      const crater_cg_limits_t *lim,
                      crater_error_t *err);
+/* crater_cg_create() for a directory made before (or not: it is made),
+ * whose limits were prev (NULL: none, the kernel's defaults): only the
+ * CPU, memory and pids limits that differ are written (a limit prev had
+ * and lim has not is set back to the kernel's default), cpuset and IO as
+ * in crater_cg_create(). For reusing a finished task's cgroup: see
+ * crater_cg_plain() and crater_cg_reusable(). */
+int crater_cg_update(crater_cgroups_t *cg,
+                     const char *task,
+                     const crater_cg_limits_t *lim,
+                     const crater_cg_limits_t *prev,
+                     crater_error_t *err);
+/* True when lim needs no cpuset and no IO settings of its own (v1: no
+ * directory in those hierarchies): only such a cgroup is worth reusing,
+ * since its whole state is the CPU, memory and pids limits. */
+bool crater_cg_plain(const crater_cgroups_t *cg, const crater_cg_limits_t *lim);
+/* True when the task's cgroup can take another task: no process left (nor
+ * counted in pids.current: killed but not yet reaped), no OOM kill counted, and
+ * at most max_mem bytes still charged to it (page cache the task left; more
+ * would count against the next task). Any read error: false. NONE: true. */
+bool crater_cg_reusable(crater_cgroups_t *cg,
+                        const char *task,
+                        uint64_t max_mem);
+/* The task directories under <parent> whose name starts with prefix (read
+ * in one hierarchy: v2's, or v1 memory, pids, any), malloc'd; free with
+ * crater_cg_paths_free. NONE: none. */
+int crater_cg_list(crater_cgroups_t *cg,
+                   const char *prefix,
+                   char ***names,
+                   size_t *n,
+                   crater_error_t *err);
 /* Paths of the cgroup.procs files (v2: one; v1: one per controller used),
  * malloc'd, for a forked child to write its own pid into before exec
  * (async-signal-safe there: open/write/close only; writing "0" also means

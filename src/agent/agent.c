@@ -576,6 +576,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     }
     pthread_mutex_init(&a->mu, NULL);
     pthread_mutex_init(&a->spare_mu, NULL);
+    pthread_mutex_init(&a->cgpool_mu, NULL);
     pthread_cond_init(&a->wake, NULL);
     pthread_cond_init(&a->ev_wake, NULL);
     pthread_cond_init(&a->log_wake, NULL);
@@ -600,6 +601,8 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
                    "node %s: adopted %zu task(s) of an earlier agent",
                    a->node.name,
                    a->ntasks);
+    if (cgpool_init(a, err) < 0)
+        goto fail;
     if (start_threads(a) < 0) {
         crater_errorf(err, CRATER_EINTERNAL, "cannot start agent threads");
         goto fail;
@@ -668,6 +671,7 @@ void crater_agent_stop(crater_agent_t *a)
     crater_client_destroy(a->sup_client);
     crater_client_destroy(a->ev_client);
     crater_client_destroy(a->log_client);
+    cgpool_close(a);
     crater_cg_close(a->cg);
     crater_sampler_destroy(a->sampler);
     crater_nvml_close(a->nvml);
@@ -682,6 +686,7 @@ void crater_agent_stop(crater_agent_t *a)
     pthread_cond_destroy(&a->log_wake);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->spare_mu);
+    pthread_mutex_destroy(&a->cgpool_mu);
     agent_isolation_close(a);
     free(a);
 }

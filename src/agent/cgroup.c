@@ -798,21 +798,28 @@ static int v2_cpu(const crater_cgroups_t *cg,
     return task_write(cg, C_CPU, task, "cpu.max.burst", val, err);
 }
 
-static int v2_mem_cpuset(const crater_cgroups_t *cg,
-                         const char *task,
-                         const crater_cg_limits_t *lim,
-                         crater_error_t *err)
+static int v2_mem(const crater_cgroups_t *cg,
+                  const char *task,
+                  const crater_cg_limits_t *lim,
+                  crater_error_t *err)
 {
     char val[32];
 
-    if (lim->mem_bytes) {
-        snprintf(val, sizeof(val), "%llu", (unsigned long long)lim->mem_bytes);
-        if (task_write(cg, C_MEMORY, task, "memory.max", val, err) < 0
-            || (cg->noswap
-                && task_write(cg, C_MEMORY, task, "memory.swap.max", "0", err)
-                       < 0))
-            return -1;
-    }
+    if (!lim->mem_bytes)
+        return 0;
+    snprintf(val, sizeof(val), "%llu", (unsigned long long)lim->mem_bytes);
+    if (task_write(cg, C_MEMORY, task, "memory.max", val, err) < 0)
+        return -1;
+    return cg->noswap
+               ? task_write(cg, C_MEMORY, task, "memory.swap.max", "0", err)
+               : 0;
+}
+
+static int v2_cpuset(const crater_cgroups_t *cg,
+                     const char *task,
+                     const crater_cg_limits_t *lim,
+                     crater_error_t *err)
+{
     if (lim->cpuset_cpus
         && task_write(cg, C_CPUSET, task, "cpuset.cpus", lim->cpuset_cpus, err)
                < 0)
@@ -970,9 +977,116 @@ static int pids_max(const crater_cgroups_t *cg,
     return task_write(cg, C_PIDS, task, "pids.max", val, err);
 }
 
-int crater_cg_create(crater_cgroups_t *cg,
+/* ---- reuse: only what changed is written ---- */
+
+/* The limits a fresh directory has: none (the kernel's defaults). */
+static const crater_cg_limits_t no_limits;
+
+static bool cpu_unset(const crater_cg_limits_t *l)
+{
+    return !l->cpu_quota_milli && !l->cpu_burst_us && !l->cpu_period_us;
+}
+
+static bool cpu_same(const crater_cg_limits_t *a, const crater_cg_limits_t *b)
+{
+    if (cpu_unset(a) || cpu_unset(b))
+        return cpu_unset(a) && cpu_unset(b);
+    return a->cpu_quota_milli == b->cpu_quota_milli
+           && period_of(a) == period_of(b)
+           && a->cpu_burst_us == b->cpu_burst_us;
+}
+
+/* Back to the kernel's defaults: no quota, no burst, period 100 ms. */
+static int cpu_reset(const crater_cgroups_t *cg,
+                     const char *task,
+                     crater_error_t *err)
+{
+    bool v2 = cg->ver == CRATER_CG_V2;
+
+    if (v2 ? task_write(cg, C_CPU, task, "cpu.max", "max 100000", err) < 0
+           : task_write(cg, C_CPU, task, "cpu.cfs_quota_us", "-1", err) < 0
+                 || task_write(cg,
+                               C_CPU,
+                               task,
+                               "cpu.cfs_period_us",
+                               "100000",
+                               err)
+                        < 0)
+        return -1;
+    if (!cg->burst)
+        return 0;
+    return task_write(cg,
+                      C_CPU,
+                      task,
+                      v2 ? "cpu.max.burst" : "cpu.cfs_burst_us",
+                      "0",
+                      err);
+}
+
+/* No memory limit: v1 memsw first (it must stay >= the limit). */
+static int mem_reset(const crater_cgroups_t *cg,
+                     const char *task,
+                     crater_error_t *err)
+{
+    if (cg->ver == CRATER_CG_V2)
+        return task_write(cg, C_MEMORY, task, "memory.max", "max", err) < 0
+                       || (cg->noswap
+                           && task_write(cg,
+                                         C_MEMORY,
+                                         task,
+                                         "memory.swap.max",
+                                         "max",
+                                         err)
+                                  < 0)
+                   ? -1
+                   : 0;
+    if (cg->noswap
+        && task_write(cg,
+                      C_MEMORY,
+                      task,
+                      "memory.memsw.limit_in_bytes",
+                      "-1",
+                      err)
+               < 0)
+        return -1;
+    return task_write(cg, C_MEMORY, task, "memory.limit_in_bytes", "-1", err);
+}
+
+/* The CPU, memory and pids limits, each group written only when it
+   differs from prev (a fresh directory: no_limits). */
+static int write_base(const crater_cgroups_t *cg,
+                      const char *task,
+                      const crater_cg_limits_t *lim,
+                      const crater_cg_limits_t *prev,
+                      crater_error_t *err)
+{
+    bool v2 = cg->ver == CRATER_CG_V2;
+
+    if (!cpu_same(lim, prev)
+        && (cpu_unset(lim) ? cpu_reset(cg, task, err)
+            : v2           ? v2_cpu(cg, task, lim, err)
+                           : v1_cpu(cg, task, lim, err))
+               < 0)
+        return -1;
+    if (lim->mem_bytes != prev->mem_bytes
+        && (!lim->mem_bytes ? mem_reset(cg, task, err)
+            : v2            ? v2_mem(cg, task, lim, err)
+                            : v1_mem(cg, task, lim, err))
+               < 0)
+        return -1;
+    if (lim->pids_max != prev->pids_max
+        && (lim->pids_max
+                ? pids_max(cg, task, lim, err)
+                : task_write(cg, C_PIDS, task, "pids.max", "max", err))
+               < 0)
+        return -1;
+    return 0;
+}
+
+int crater_cg_update(crater_cgroups_t *cg,
                      const char *task,
                      const crater_cg_limits_t *lim,
+                     const crater_cg_limits_t *prev,
                      crater_error_t *err)
 {
     unsigned skip = v1_skip(cg, lim);
@@ -982,20 +1096,30 @@ int crater_cg_create(crater_cgroups_t *cg,
         return 0;
     if (check_task(task, err) < 0 || make_task_dirs(cg, task, skip, err) < 0)
         return -1;
-    if (cg->ver == CRATER_CG_V2)
-        rc = v2_cpu(cg, task, lim, err) < 0
-             || v2_mem_cpuset(cg, task, lim, err) < 0
-             || v2_io(cg, task, lim, err) < 0
-             || pids_max(cg, task, lim, err) < 0;
-    else
-        rc =
-            v1_cpu(cg, task, lim, err) < 0 || v1_mem(cg, task, lim, err) < 0
-            || (!(skip & (1u << C_CPUSET)) && v1_cpuset(cg, task, lim, err) < 0)
-            || v1_io(cg, task, lim, err) < 0
-            || pids_max(cg, task, lim, err) < 0;
+    rc = write_base(cg, task, lim, prev ? prev : &no_limits, err) < 0;
+    if (!rc && cg->ver == CRATER_CG_V2)
+        rc = v2_cpuset(cg, task, lim, err) < 0 || v2_io(cg, task, lim, err) < 0;
+    else if (!rc)
+        rc = (!(skip & (1u << C_CPUSET)) && v1_cpuset(cg, task, lim, err) < 0)
+             || v1_io(cg, task, lim, err) < 0;
     if (rc)
         crater_cg_destroy(cg, task, NULL); /* no half-made cgroup left */
     return rc ? -1 : 0;
+}
+
+int crater_cg_create(crater_cgroups_t *cg,
+                     const char *task,
+                     const crater_cg_limits_t *lim,
+                     crater_error_t *err)
+{
+    return crater_cg_update(cg, task, lim, NULL, err);
+}
+
+bool crater_cg_plain(const crater_cgroups_t *cg, const crater_cg_limits_t *lim)
+{
+    if (cg->ver == CRATER_CG_V1)
+        return v1_skip(cg, lim) == ((1u << C_IO) | (1u << C_CPUSET));
+    return !lim->nio && !lim->cpuset_cpus && !lim->cpuset_mems;
 }
 
 /* ---- processes ---- */
@@ -1246,6 +1370,82 @@ int crater_cg_usage(crater_cgroups_t *cg,
                                             : "memory.usage_in_bytes",
                     mem_bytes,
                     err);
+}
+
+/* ---- reuse checks ---- */
+
+bool crater_cg_reusable(crater_cgroups_t *cg,
+                        const char *task,
+                        uint64_t max_mem)
+{
+    uint64_t ooms = 0, mem = 0;
+    pid_t pid;
+    size_t n = 1;
+
+    if (cg->ver == CRATER_CG_NONE)
+        return true;
+    if (crater_cg_pids(cg, task, &pid, 1, &n, NULL) < 0 || n > 0)
+        return false;
+    /* killed processes not yet reaped are gone from cgroup.procs but
+       still count against the next task's pids.max */
+    if (cg->base[C_PIDS]
+        && (read_u64(cg, C_PIDS, task, "pids.current", &mem, NULL) < 0
+            || mem > 0))
+        return false;
+    if (!cg->base[C_MEMORY])
+        return true;
+    return crater_cg_oom_kills(cg, task, &ooms, NULL) == 0 && ooms == 0
+           && read_u64(cg,
+                       C_MEMORY,
+                       task,
+                       cg->ver == CRATER_CG_V2 ? "memory.current"
+                                               : "memory.usage_in_bytes",
+                       &mem,
+                       NULL)
+                  == 0
+           && mem <= max_mem;
+}
+
+int crater_cg_list(crater_cgroups_t *cg,
+                   const char *prefix,
+                   char ***names,
+                   size_t *n,
+                   crater_error_t *err)
+{
+    int slot = cg->ver == CRATER_CG_NONE ? -1 : list_slot(cg);
+    size_t cap = 0, plen = strlen(prefix);
+    struct dirent *e;
+    char **v = NULL, **nv;
+    DIR *d;
+
+    *names = NULL;
+    *n = 0;
+    if (slot < 0)
+        return 0;
+    if (!(d = opendir(cg->base[slot])))
+        return sys_err(err, cg->base[slot]);
+    while ((e = readdir(d))) {
+        if (e->d_type != DT_DIR || strncmp(e->d_name, prefix, plen))
+            continue;
+        if (*n == cap) {
+            if (!(nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v))))
+                break;
+            v = nv;
+            cap = cap ? cap * 2 : 16;
+        }
+        if (!(v[*n] = strdup(e->d_name)))
+            break;
+        (*n)++;
+    }
+    closedir(d);
+    *names = v;
+    if (e) {
+        crater_cg_paths_free(v, *n);
+        *names = NULL;
+        *n = 0;
+        return crater_errorf(err, CRATER_ENOMEM, "cgroup: out of memory");
+    }
+    return 0;
 }
 
 /* ---- removal ---- */

@@ -27,9 +27,17 @@
 
 /* Spare task directories an agent keeps at most (spare.c). */
 #define SPARE_MAX 1024
+/* Finished tasks' cgroups an agent keeps at most (cgpool.c). */
+#define CGPOOL_MAX 64
 #define AGENT_CKQ_MAX 8 /* unsent checkpoint reports kept per task */
 
 typedef struct notice_srv notice_srv_t;
+
+/* A kept cgroup and the limits last written to it (cgpool.c). */
+typedef struct cgpool_ent {
+    char name[64];
+    crater_cg_limits_t lim;
+} cgpool_ent_t;
 
 typedef enum atask_state {
     AT_RUNNING,
@@ -39,10 +47,13 @@ typedef enum atask_state {
 typedef struct atask {
     char *job;
     uint32_t attempt;
-    uint32_t replica;    /* of a multi-replica job; 0 = the first */
-    char cg[64];         /* cgroup name: "job-<id>-<attempt>-<instance>"
-                            ("job-<id>-<attempt>-r<replica>-<instance>") */
-    pid_t pid;           /* the task (its process group) */
+    uint32_t replica;          /* of a multi-replica job; 0 = the first */
+    char cg[64];               /* cgroup name: "job-<id>-<attempt>-<instance>"
+                                  ("job-<id>-<attempt>-r<replica>-<instance>"),
+                                  or a kept one's "pool-<hash>-<n>" (cgpool.c) */
+    bool cg_pooled;            /* cg came from cgpool_take(): may be kept */
+    crater_cg_limits_t cg_lim; /* its limits (cpuset fields NULL) */
+    pid_t pid;                 /* the task (its process group) */
     pid_t shim;          /* its supervisor: waits for it, writes dir/exit */
     uint64_t shim_start; /* the shim's start time (/proc/PID/stat field 22):
                             a reused pid is not taken for it */
@@ -168,6 +179,13 @@ struct crater_agent {
     unsigned spare[SPARE_MAX]; /* DATA/spare/<n> ready to take */
     size_t nspare, giving;     /* giving: slots reserved, being renamed */
     unsigned spare_next;       /* the next <n> (wraps) */
+
+    /* cgpool.c: finished tasks' cgroups kept for the next ones */
+    pthread_mutex_t cgpool_mu;
+    char cg_prefix[24]; /* "pool-<hash of DATA>-" */
+    cgpool_ent_t cgpool[CGPOOL_MAX];
+    size_t ncgpool;
+    unsigned cg_next; /* the next <n> of a new one */
 };
 
 int64_t agent_now_ms(void);
@@ -182,6 +200,25 @@ bool spare_take(crater_agent_t *a, const atask_t *t);
  * kept as a spare; false when the pool is full or a rename failed: then
  * remove it. */
 bool spare_give(crater_agent_t *a, const atask_t *t);
+
+/* cgpool.c: the kept cgroups of an earlier agent on this DATA removed
+ * (adopted tasks' kept), after adoption and before the threads. */
+int cgpool_init(crater_agent_t *a, crater_error_t *err);
+/* t's cgroup with lim written: a kept one when may_pool and lim is plain
+ * (t->cg becomes its name), else crater_cg_create(t->cg). */
+int cgpool_take(crater_agent_t *a,
+                atask_t *t,
+                const crater_cg_limits_t *lim,
+                bool may_pool,
+                crater_error_t *err);
+/* t's cgroup kept for the next task when it may be (cgpool.c); then
+ * t->cg is emptied, and true. Callers hold a->mu. */
+bool cgpool_keep(crater_agent_t *a, atask_t *t);
+/* t's cgroup (its processes gone) kept, or removed unless another task
+ * of the table names it. Callers hold a->mu (or run alone). */
+void cgpool_give(crater_agent_t *a, atask_t *t);
+/* Remove every kept cgroup (agent stop). */
+void cgpool_close(crater_agent_t *a);
 
 /* report.c: the event and log threads (started by agent.c) */
 void *report_events_main(void *arg);

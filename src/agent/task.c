@@ -604,7 +604,7 @@ static int do_spawn(crater_agent_t *a,
     task_limits(a, task, &lim, cpus, sizeof(cpus));
     t->mem_limit = lim.mem_bytes;
     if (prepare(a, t, task, s, err) < 0
-        || crater_cg_create(a->cg, t->cg, &lim, err) < 0
+        || cgpool_take(a, t, &lim, task->placement.ngpus == 0, err) < 0
         || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
         || start_shim(a, t, s, err) < 0)
         goto out;
@@ -712,6 +712,7 @@ static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
     if (crater_cg_oom_kills(a->cg, t->cg, &ooms, NULL) == 0 && ooms > 0)
         t->oom = true;
     crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
+    cgpool_keep(a, t); /* the next task may take it now */
     /* its GPU slice file goes before craterd hears of the exit: a job
      * reported finished holds nothing on the node's shared memory */
     agent_slice_cleanup(t);
@@ -837,7 +838,7 @@ void task_free(crater_agent_t *a, atask_t *t)
     if (t->pid_wait)
         close(t->pid_fd);
     if (t->state == AT_EXITED || t->pid <= 0)
-        crater_cg_destroy(a->cg, t->cg, NULL);
+        cgpool_give(a, t);
     free(t->job);
     free(t->log_path[0]);
     free(t->log_path[1]);

@@ -187,6 +187,85 @@ START_TEST(v2_fake_procs_events_usage_destroy)
 }
 END_TEST
 
+/* A reused cgroup (crater_cg_update with the limits it had): only what
+   differs is written, a limit no longer asked for goes back to the
+   kernel's default. The sentinel shows a file left alone. */
+START_TEST(v2_fake_update_writes_only_changes)
+{
+    crater_cg_limits_t a = {.cpu_quota_milli = 500,
+                            .mem_bytes = 16 << 20,
+                            .pids_max = 100},
+                       b = a, c = {0};
+    crater_error_t err;
+    crater_cgroups_t *cg;
+
+    fake_v2("cpu memory pids\n", true);
+    cg = crater_cg_open(root, "crater", &err);
+    ck_assert_ptr_nonnull(cg);
+    ck_assert_int_eq(crater_cg_update(cg, "p-1", &a, NULL, &err), 0);
+    ck_assert_str_eq(get("crater/p-1/cpu.max"), "50000 100000");
+    ck_assert_str_eq(get("crater/p-1/pids.max"), "100");
+    put("crater/p-1/cpu.max", "sentinel");
+    put("crater/p-1/memory.max", "sentinel");
+    b.pids_max = 200; /* only pids differs */
+    ck_assert_int_eq(crater_cg_update(cg, "p-1", &b, &a, &err), 0);
+    ck_assert_str_eq(get("crater/p-1/cpu.max"), "sentinel");
+    ck_assert_str_eq(get("crater/p-1/memory.max"), "sentinel");
+    ck_assert_str_eq(get("crater/p-1/pids.max"), "200");
+    ck_assert_int_eq(crater_cg_update(cg, "p-1", &c, &b, &err), 0);
+    ck_assert_str_eq(get("crater/p-1/cpu.max"), "max 100000");
+    ck_assert_str_eq(get("crater/p-1/cpu.max.burst"), "0");
+    ck_assert_str_eq(get("crater/p-1/memory.max"), "max");
+    ck_assert_str_eq(get("crater/p-1/memory.swap.max"), "max");
+    ck_assert_str_eq(get("crater/p-1/pids.max"), "max");
+    ck_assert(crater_cg_plain(cg, &a));
+    b.cpuset_cpus = "0";
+    ck_assert(!crater_cg_plain(cg, &b));
+    crater_cg_close(cg);
+    rm_fake();
+}
+END_TEST
+
+/* Reusable: empty, no OOM kill, little memory left charged; listed by
+   prefix. */
+START_TEST(v2_fake_reusable_and_list)
+{
+    crater_cg_limits_t lim = {.mem_bytes = 1 << 20};
+    crater_error_t err;
+    crater_cgroups_t *cg;
+    char **names;
+    size_t n;
+
+    fake_v2("cpu memory pids\n", true);
+    cg = crater_cg_open(root, "crater", &err);
+    ck_assert_ptr_nonnull(cg);
+    ck_assert_int_eq(crater_cg_create(cg, "pool-1", &lim, &err), 0);
+    ck_assert_int_eq(crater_cg_create(cg, "pool-2", &lim, &err), 0);
+    ck_assert_int_eq(crater_cg_create(cg, "other", &lim, &err), 0);
+    put("crater/pool-1/cgroup.procs", "");
+    put("crater/pool-1/memory.events", "oom 0\noom_kill 0\n");
+    put("crater/pool-1/memory.current", "8192\n");
+    put("crater/pool-1/pids.current", "0\n");
+    ck_assert(crater_cg_reusable(cg, "pool-1", 1 << 20));
+    put("crater/pool-1/pids.current", "3\n"); /* killed, not yet reaped */
+    ck_assert(!crater_cg_reusable(cg, "pool-1", 1 << 20));
+    put("crater/pool-1/pids.current", "0\n");
+    ck_assert(!crater_cg_reusable(cg, "pool-1", 4096)); /* charge left */
+    put("crater/pool-1/cgroup.procs", "77\n");
+    ck_assert(!crater_cg_reusable(cg, "pool-1", 1 << 20)); /* a process */
+    put("crater/pool-1/cgroup.procs", "");
+    put("crater/pool-1/memory.events", "oom 1\noom_kill 1\n");
+    ck_assert(!crater_cg_reusable(cg, "pool-1", 1 << 20)); /* an OOM kill */
+    ck_assert(!crater_cg_reusable(cg, "pool-2", 1 << 20)); /* unreadable */
+    ck_assert_int_eq(crater_cg_list(cg, "pool-", &names, &n, &err), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!strncmp(names[0], "pool-", 5) && !strncmp(names[1], "pool-", 5));
+    crater_cg_paths_free(names, n);
+    crater_cg_close(cg);
+    rm_fake();
+}
+END_TEST
+
 /* A kernel without cpu.max.burst / memory.swap.max: those are not
    written; a limit for a missing controller is refused, not dropped. */
 START_TEST(v2_fake_missing_features)
@@ -767,6 +846,54 @@ START_TEST(real_v1_no_dir_for_the_agents_settings)
 }
 END_TEST
 
+/* A finished task's cgroup taken by the next task: empty, reusable, and
+   the limits the next task does not ask for are back to the kernel's. */
+START_TEST(real_reuse_after_exit)
+{
+    crater_cgroups_t *cg = real_open();
+    crater_cg_limits_t lim = {.cpu_quota_milli = 500,
+                              .mem_bytes = 64ull << 20,
+                              .pids_max = 50},
+                       none = {0};
+    bool v1;
+    crater_error_t err;
+    pid_t pid;
+    int st;
+
+    if (!cg)
+        return;
+    v1 = crater_cg_version(cg) == CRATER_CG_V1;
+    ck_assert_msg(crater_cg_create(cg, "live", &lim, &err) == 0,
+                  "%s",
+                  err.text);
+    pid = spawn_in(cg, "live", sleeper);
+    ck_assert(!crater_cg_reusable(cg, "live", UINT64_MAX)); /* it runs */
+    ck_assert_int_eq(crater_cg_kill(cg, "live", SIGKILL, &err), 0);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(crater_cg_reusable(cg, "live", 1u << 20));
+    ck_assert_msg(crater_cg_update(cg, "live", &none, &lim, &err) == 0,
+                  "%s",
+                  err.text);
+    ck_assert_str_eq(task_file(cg,
+                               "cpu",
+                               "live",
+                               v1 ? "cpu.cfs_quota_us" : "cpu.max"),
+                     v1 ? "-1" : "max 100000");
+    ck_assert_str_ne(task_file(cg,
+                               "memory",
+                               "live",
+                               v1 ? "memory.limit_in_bytes" : "memory.max"),
+                     "67108864");
+    if (crater_cg_controllers(cg) & CRATER_CG_PIDS)
+        ck_assert_str_eq(task_file(cg, "pids", "live", "pids.max"), "max");
+    pid = spawn_in(cg, "live", sleeper); /* and it takes a task again */
+    ck_assert_int_eq(crater_cg_kill(cg, "live", SIGKILL, &err), 0);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(crater_cg_destroy(cg, "live", &err) == 0, "%s", err.text);
+    real_close(cg);
+}
+END_TEST
+
 START_TEST(real_memory_hog_is_oom_killed)
 {
     crater_cgroups_t *cg = real_open();
@@ -788,6 +915,8 @@ START_TEST(real_memory_hog_is_oom_killed)
         ck_assert_uint_ge(kills, 1);
     else
         printf("no oom_kill counter (%s): SIGKILL checked instead\n", err.text);
+    /* a cgroup that counted an OOM kill is never given to another task */
+    ck_assert(!crater_cg_reusable(cg, "hog", UINT64_MAX));
     ck_assert_msg(crater_cg_destroy(cg, "hog", &err) == 0, "%s", err.text);
     real_close(cg);
 }
@@ -801,6 +930,8 @@ static Suite *cgroup_suite(void)
     tcase_add_test(f, v2_fake_writes_exact_files);
     tcase_add_test(f, v2_fake_procs_events_usage_destroy);
     tcase_add_test(f, v2_fake_missing_features);
+    tcase_add_test(f, v2_fake_update_writes_only_changes);
+    tcase_add_test(f, v2_fake_reusable_and_list);
     tcase_add_test(f, none_is_a_no_op);
     tcase_add_test(f, names_checked);
     tcase_add_test(f, format_cpu_and_io);
@@ -808,6 +939,7 @@ static Suite *cgroup_suite(void)
     tcase_add_test(f, parsers);
     tcase_add_test(r, real_limits_attach_kill_destroy);
     tcase_add_test(r, real_memory_hog_is_oom_killed);
+    tcase_add_test(r, real_reuse_after_exit);
     tcase_add_test(r, real_v1_no_dir_for_the_agents_settings);
     tcase_add_test(r, real_kernel_error_named_and_rolled_back);
     tcase_set_timeout(r, 30);
