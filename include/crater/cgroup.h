@@ -114,8 +114,8 @@ bool crater_cg_plain(const crater_cgroups_t *cg, const crater_cg_limits_t *lim);
 bool crater_cg_reusable(crater_cgroups_t *cg,
                         const char *task,
                         uint64_t max_mem);
-/* The task directories under <parent> whose name starts with prefix (read
- * in one hierarchy: v2's, or v1 memory, pids, any), malloc'd; free with
+/* The task directories under <parent> whose name starts with prefix (in
+ * any hierarchy, each name once), malloc'd; free with
  * crater_cg_paths_free. NONE: none. */
 int crater_cg_list(crater_cgroups_t *cg,
                    const char *prefix,
@@ -175,6 +175,11 @@ int crater_cg_usage(crater_cgroups_t *cg,
 int crater_cg_destroy(crater_cgroups_t *cg,
                       const char *task,
                       crater_error_t *err);
+/* crater_cg_destroy() without waiting: one rmdir per hierarchy (EBUSY:
+ * try again later). */
+int crater_cg_destroy_nowait(crater_cgroups_t *cg,
+                             const char *task,
+                             crater_error_t *err);
 /* rmdir <parent> everywhere (tests, `crater up` cleanup); EBUSY while
  * task cgroups remain. */
 int crater_cg_destroy_parent(crater_cgroups_t *cg, crater_error_t *err);

@@ -473,6 +473,7 @@ static void *sup_main(void *arg)
         }
         pthread_mutex_unlock(&a->mu);
         if (now >= next_sample) {
+            cgpool_retry(a, false);
             crater_sampler_sample(a->sampler, (uint64_t)now, NULL);
             next_sample = now + (int64_t)(every ? every : 5000);
         }

@@ -30,6 +30,12 @@
  * names count up from past the largest <n> found. cgpool_close() removes
  * the kept ones, so a stopped agent leaves no cgroup.
  *
+ * A cgroup that is not kept is removed; when the kernel says EBUSY after
+ * the usual 200 ms of retries (processes killed but not yet reaped by the
+ * parent they were given to: they still count in pids.current) its name
+ * is remembered and tried again at each usage sample (cgpool_retry()), last
+ * at close, so it does not stay behind in one hierarchy.
+ *
  * Locking: cgpool_mu guards the kept list and the counter; the cgroup
  * writes run outside it.
  */
@@ -70,6 +76,21 @@ static long pool_number(const crater_agent_t *a, const char *name)
     return *p && !*end && n >= 0 ? n : -1;
 }
 
+/* A cgroup that would not go yet (EBUSY: killed processes not reaped by
+   their new parent): tried again by cgpool_retry(), last at close. */
+static void doom(crater_agent_t *a, const char *name)
+{
+    pthread_mutex_lock(&a->cgpool_mu);
+    if (a->ncgdoomed < CGPOOL_MAX)
+        snprintf(a->cgdoomed[a->ncgdoomed++],
+                 sizeof(a->cgdoomed[0]),
+                 "%s",
+                 name);
+    else
+        crater_log(LOG_WARNING, "cgroup %s: cannot be removed yet", name);
+    pthread_mutex_unlock(&a->cgpool_mu);
+}
+
 int cgpool_init(crater_agent_t *a, crater_error_t *err)
 {
     char real[4096], **names = NULL;
@@ -89,11 +110,13 @@ int cgpool_init(crater_agent_t *a, crater_error_t *err)
         if (adopted_name(a, names[i]))
             continue;
         crater_cg_kill(a->cg, names[i], SIGKILL, NULL);
-        if (crater_cg_destroy(a->cg, names[i], &e) < 0)
+        if (crater_cg_destroy(a->cg, names[i], &e) < 0) {
             crater_log(LOG_WARNING,
-                       "cgroup %s of an earlier agent: %s",
+                       "cgroup %s of an earlier agent: %s (tried again later)",
                        names[i],
                        e.text);
+            doom(a, names[i]);
+        }
     }
     crater_cg_paths_free(names, n);
     return 0;
@@ -177,8 +200,29 @@ void cgpool_give(crater_agent_t *a, atask_t *t)
 {
     if (!t->cg[0] || cgpool_keep(a, t) || held_by_other(a, t))
         return;
-    crater_cg_destroy(a->cg, t->cg, NULL);
+    if (crater_cg_destroy(a->cg, t->cg, NULL) < 0)
+        doom(a, t->cg);
     t->cg_pooled = false;
+}
+
+void cgpool_retry(crater_agent_t *a, bool wait)
+{
+    pthread_mutex_lock(&a->cgpool_mu);
+    for (size_t i = 0; i < a->ncgdoomed;) {
+        const char *g = a->cgdoomed[i];
+        if ((wait ? crater_cg_destroy(a->cg, g, NULL)
+                  : crater_cg_destroy_nowait(a->cg, g, NULL))
+            == 0) {
+            memmove(a->cgdoomed[i],
+                    a->cgdoomed[--a->ncgdoomed],
+                    sizeof(a->cgdoomed[0]));
+            continue;
+        }
+        if (wait)
+            crater_log(LOG_WARNING, "cgroup %s: cannot be removed", g);
+        i++;
+    }
+    pthread_mutex_unlock(&a->cgpool_mu);
 }
 
 void cgpool_close(crater_agent_t *a)
@@ -186,5 +230,8 @@ void cgpool_close(crater_agent_t *a)
     cgpool_ent_t e;
 
     while (a->cg && pop(a, &e))
-        crater_cg_destroy(a->cg, e.name, NULL);
+        if (crater_cg_destroy(a->cg, e.name, NULL) < 0)
+            doom(a, e.name);
+    if (a->cg)
+        cgpool_retry(a, true);
 }

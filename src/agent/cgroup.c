@@ -1406,45 +1406,68 @@ bool crater_cg_reusable(crater_cgroups_t *cg,
            && mem <= max_mem;
 }
 
+static bool listed(char **v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i], name))
+            return true;
+    return false;
+}
+
+/* Append the directories of base starting with prefix, once each. */
+static int list_dir(const char *base,
+                    const char *prefix,
+                    char ***v,
+                    size_t *n,
+                    size_t *cap,
+                    crater_error_t *err)
+{
+    size_t plen = strlen(prefix);
+    struct dirent *e;
+    char **nv;
+    DIR *d;
+
+    if (!(d = opendir(base)))
+        return errno == ENOENT ? 0 : sys_err(err, base);
+    while ((e = readdir(d))) {
+        if (e->d_type != DT_DIR || strncmp(e->d_name, prefix, plen)
+            || listed(*v, *n, e->d_name))
+            continue;
+        if (*n == *cap) {
+            if (!(nv = realloc(*v, (*cap ? *cap * 2 : 16) * sizeof(**v))))
+                break;
+            *v = nv;
+            *cap = *cap ? *cap * 2 : 16;
+        }
+        if (!((*v)[*n] = strdup(e->d_name)))
+            break;
+        (*n)++;
+    }
+    closedir(d);
+    return e ? crater_errorf(err, CRATER_ENOMEM, "cgroup: out of memory") : 0;
+}
+
 int crater_cg_list(crater_cgroups_t *cg,
                    const char *prefix,
                    char ***names,
                    size_t *n,
                    crater_error_t *err)
 {
-    int slot = cg->ver == CRATER_CG_NONE ? -1 : list_slot(cg);
-    size_t cap = 0, plen = strlen(prefix);
-    struct dirent *e;
-    char **v = NULL, **nv;
-    DIR *d;
+    int slot[NCTL];
+    size_t k, i, cap = 0;
 
     *names = NULL;
     *n = 0;
-    if (slot < 0)
+    if (cg->ver == CRATER_CG_NONE)
         return 0;
-    if (!(d = opendir(cg->base[slot])))
-        return sys_err(err, cg->base[slot]);
-    while ((e = readdir(d))) {
-        if (e->d_type != DT_DIR || strncmp(e->d_name, prefix, plen))
-            continue;
-        if (*n == cap) {
-            if (!(nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v))))
-                break;
-            v = nv;
-            cap = cap ? cap * 2 : 16;
+    k = distinct(cg, slot);
+    for (i = 0; i < k; i++)
+        if (list_dir(cg->base[slot[i]], prefix, names, n, &cap, err) < 0) {
+            crater_cg_paths_free(*names, *n);
+            *names = NULL;
+            *n = 0;
+            return -1;
         }
-        if (!(v[*n] = strdup(e->d_name)))
-            break;
-        (*n)++;
-    }
-    closedir(d);
-    *names = v;
-    if (e) {
-        crater_cg_paths_free(v, *n);
-        *names = NULL;
-        *n = 0;
-        return crater_errorf(err, CRATER_ENOMEM, "cgroup: out of memory");
-    }
     return 0;
 }
 
@@ -1470,24 +1493,25 @@ static void empty_fake_dir(const char *dir)
     closedir(d);
 }
 
-static int remove_dir(const char *path, crater_error_t *err)
+static int remove_dir(const char *path, int max_tries, crater_error_t *err)
 {
     int tries;
 
     empty_fake_dir(path);
-    for (tries = 0; tries < 20; tries++) {
+    for (tries = 0; tries < max_tries; tries++) {
         if (rmdir(path) == 0 || errno == ENOENT)
             return 0;
-        if (errno != EBUSY)
+        if (errno != EBUSY || tries + 1 == max_tries)
             break;
         nap_ms(10); /* the last exiting task is still being released */
     }
     return sys_err(err, path);
 }
 
-int crater_cg_destroy(crater_cgroups_t *cg,
-                      const char *task,
-                      crater_error_t *err)
+static int destroy(crater_cgroups_t *cg,
+                   const char *task,
+                   int max_tries,
+                   crater_error_t *err)
 {
     char path[PATHLEN];
     int slot[NCTL], rc = 0;
@@ -1500,9 +1524,23 @@ int crater_cg_destroy(crater_cgroups_t *cg,
     k = distinct(cg, slot);
     for (i = 0; i < k; i++)
         if (task_path(cg, slot[i], task, NULL, path, err) < 0
-            || remove_dir(path, err) < 0)
+            || remove_dir(path, max_tries, err) < 0)
             rc = -1; /* keep going: remove what can be removed */
     return rc;
+}
+
+int crater_cg_destroy(crater_cgroups_t *cg,
+                      const char *task,
+                      crater_error_t *err)
+{
+    return destroy(cg, task, 20, err);
+}
+
+int crater_cg_destroy_nowait(crater_cgroups_t *cg,
+                             const char *task,
+                             crater_error_t *err)
+{
+    return destroy(cg, task, 1, err);
 }
 
 int crater_cg_destroy_parent(crater_cgroups_t *cg, crater_error_t *err)
@@ -1514,7 +1552,7 @@ int crater_cg_destroy_parent(crater_cgroups_t *cg, crater_error_t *err)
         return 0;
     k = distinct(cg, slot);
     for (i = 0; i < k; i++)
-        if (remove_dir(cg->base[slot[i]], err) < 0)
+        if (remove_dir(cg->base[slot[i]], 20, err) < 0)
             rc = -1;
     return rc;
 }

@@ -185,7 +185,9 @@ struct crater_agent {
     char cg_prefix[24]; /* "pool-<hash of DATA>-" */
     cgpool_ent_t cgpool[CGPOOL_MAX];
     size_t ncgpool;
-    unsigned cg_next; /* the next <n> of a new one */
+    unsigned cg_next;              /* the next <n> of a new one */
+    char cgdoomed[CGPOOL_MAX][64]; /* to remove, not yet gone (EBUSY) */
+    size_t ncgdoomed;
 };
 
 int64_t agent_now_ms(void);
@@ -217,6 +219,9 @@ bool cgpool_keep(crater_agent_t *a, atask_t *t);
 /* t's cgroup (its processes gone) kept, or removed unless another task
  * of the table names it. Callers hold a->mu (or run alone). */
 void cgpool_give(crater_agent_t *a, atask_t *t);
+/* Try again to remove the cgroups that would not go yet (wait: with the
+ * usual retries, else one rmdir each). */
+void cgpool_retry(crater_agent_t *a, bool wait);
 /* Remove every kept cgroup (agent stop). */
 void cgpool_close(crater_agent_t *a);
 

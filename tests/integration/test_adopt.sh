@@ -37,6 +37,12 @@ cleanup() { # a failed run leaves no process, cgroup or file behind
             sleep 0.1
         done
     done
+    for p in $(cat "$tmp/pools" 2>/dev/null); do
+        for d in $(find /sys/fs/cgroup -maxdepth 3 -type d -name "$p*" 2>/dev/null); do
+            for q in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -9 "$q" 2>/dev/null; done
+            rmdir "$d" 2>/dev/null
+        done
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -234,6 +240,10 @@ done
 for _ in $(seq 1 100); do [ -e "$tmp/x/before" ] && break; sleep 0.1; done
 [ -e "$tmp/x/before" ] && ok || bad "the probe reached its socket before the kill"
 [ "$(copies)" = 3 ] && ok || bad "3 tasks before the kill, counted $(copies)"
+# the agents' kept cgroups (src/agent/cgpool.c): pool-<hash of DATA>-<n>
+pools=$(cat "$tmp"/var/agent-*/tasks/*/task.json | jq -r .cgroup | sed -n 's/^\(pool-[0-9a-f]*-\)[0-9]*$/\1/p' | sort -u)
+[ -n "$pools" ] && ok || bad "tasks run in kept cgroups (pool-*): $(cat "$tmp"/var/agent-*/tasks/*/task.json | jq -r .cgroup)"
+echo "$pools" >"$tmp/pools"
 { kill -9 "$up"; wait "$up"; } 2>/dev/null
 up=""
 [ "$(copies)" = 3 ] && ok || bad "tasks survive kill -9 of crater up (counted $(copies))"
@@ -271,6 +281,12 @@ fi
 [ "$(copies)" = 0 ] && ok || bad "task processes left after Ctrl-C: $(copies)"
 left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$cg" 2>/dev/null)
 [ -z "$left" ] && ok || bad "cgroups left: $left"
+# kept cgroups of the killed run and of this one: swept at the restart,
+# removed at the stop
+for p in $pools; do
+    left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$p*" 2>/dev/null)
+    [ -z "$left" ] && ok || bad "kept cgroups left: $left"
+done
 [ -z "$(files tasks)" ] && ok || bad "task records left: $(files tasks)"
 [ -z "$(files work)" ] && ok || bad "working directories left: $(files work)"
 grep -q 'Sanitizer' "$tmp"/up*.out && { bad "sanitizer report"; grep -A20 Sanitizer "$tmp"/up*.out; } || ok
