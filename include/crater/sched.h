@@ -238,6 +238,29 @@ int crater_sched_plan_preemption(crater_sched_t *s,
                                  const crater_request_t *req,
                                  crater_preempt_plan_t *plan,
                                  crater_error_t *err);
+/* What a failed plan leaves for the next plan of the same request:
+ * nodes not touched since (no commit, release, health or checkpoint
+ * change) still have no plan, so the next call plans only the nodes
+ * touched since. Zeroed: nothing known. */
+typedef struct crater_plan_memo {
+    uint64_t ver;   /* the sched's node version clock at the failure */
+    uint64_t epoch; /* settings epoch (policy, weights, nodes) */
+    uint64_t now;   /* env clock at the failure */
+} crater_plan_memo_t;
+
+/* crater_sched_plan_preemption() for a caller that plans the same request
+ * again and again (pass.c, per request shape): *memo (zeroed the first
+ * time) is what the last call for exactly this request left; on return it
+ * is set after a failure (CRATER_EUNSCHED) and zeroed otherwise. The
+ * result is the same as crater_sched_plan_preemption()'s. The memo is not
+ * used with preemptionMinRuntime (a task becomes a candidate with time
+ * alone) nor with a policy that breaks ties at random (planning fewer
+ * nodes would draw fewer numbers). memo may be NULL. */
+int crater_sched_plan_preemption_memo(crater_sched_t *s,
+                                      const crater_request_t *req,
+                                      crater_plan_memo_t *memo,
+                                      crater_preempt_plan_t *plan,
+                                      crater_error_t *err);
 /* The lowest priority of a running preemptible task (INT32_MAX when there
  * is none): a request at or below it can have no victim, whatever its
  * shape. O(tasks). For callers that plan many requests (pass.c). */

@@ -90,12 +90,41 @@ struct task {
     crater_placement_t p;
 };
 
+/* The preemptible tasks of one priority on one node, summed (psum.c):
+ * the most their release could give back, so that the preemption planner
+ * skips a node where even releasing all of them could not make a request
+ * fit. */
+struct psum {
+    int32_t prio;
+    uint32_t n;     /* tasks */
+    uint32_t ngpus; /* sum of their placements' GPU counts */
+    uint64_t cpu, mem;
+    uint64_t mib; /* sum of their GPU charges (MiB) */
+};
+
 /* The ids of the tasks on one node, in no order (state.c), for the
  * preemption planner. ver changes (to a new value of a sched-wide
- * counter, never reused) whenever the node's state or tasks change. */
+ * counter, never reused) whenever the node's state or tasks change. ps
+ * holds the node's preemptible tasks by priority, lowest first, one entry
+ * per priority present (psum.c). */
 struct node_tasks {
     uint64_t *ids;
     uint32_t n, cap;
+    uint64_t ver;
+    struct psum *ps;
+    uint32_t nps, capps;
+};
+
+/* A priority with a count (of tasks or of nodes), in lists kept sorted
+ * by priority, lowest first (psum.c). */
+struct prio_count {
+    int32_t prio;
+    uint32_t n;
+};
+
+/* One node touch: the node got version ver (psum.c's log). */
+struct touch {
+    uint32_t node;
     uint64_t ver;
 };
 
@@ -218,11 +247,19 @@ struct crater_sched {
      * first (few distinct: the classes), so that the victim floor the
      * pass asks for on every pass is the first one, not a scan of every
      * task (6% of a time-limited 300-node replay). */
-    struct prio_count {
-        int32_t prio;
-        uint32_t n;
-    } * pcount;
+    struct prio_count *pcount;
     uint32_t npcount, pcountcap;
+    /* psum.c: the nodes by their lowest preemptible task's priority (how
+     * many nodes hold a candidate for a request of a given priority), the
+     * log of node touches in ver order (which nodes changed since a
+     * failed plan), the ver of the last touch the log missed for lack of
+     * memory (0: none), and the latest start or checkpoint recorded */
+    struct prio_count *pnodes;
+    uint32_t npnodes, pnodescap;
+    struct touch *tlog;
+    uint32_t ntlog, tlogcap;
+    uint64_t tlog_lost;
+    uint64_t since_max;
 
     /* index.c */
     struct blobmap namemap;
@@ -297,6 +334,25 @@ void sched__node_touch(crater_sched_t *s, uint32_t node);
 
 /* preempt.c */
 void sched__pre_free(crater_sched_t *s);
+
+/* psum.c */
+/* A sorted priority count list: room for one more entry (-1 ENOMEM). */
+int sched__pcount_need(struct prio_count **v, uint32_t *cap, uint32_t n);
+/* One more (sign +1) or one less (-1) at prio; the room was made. */
+void sched__pcount_add(struct prio_count *v,
+                       uint32_t *n,
+                       int32_t prio,
+                       int sign);
+/* Room for one more preemptible task on node (listed in ntasks). */
+int sched__psum_need(crater_sched_t *s, uint32_t node);
+/* Preemptible task t came (+1) or went (-1): its node's sums. */
+void sched__psum_add(crater_sched_t *s, const struct task *t, int sign);
+/* Record that node got version ver (sched__node_touch). */
+void sched__touch_log(crater_sched_t *s, uint32_t node, uint64_t ver);
+/* The first log position whose ver is above ver; a node touched since is
+ * at a position p from there with tlog[p].ver == ntasks[node].ver. */
+uint32_t sched__touched_since(const crater_sched_t *s, uint64_t ver);
+void sched__psum_free(crater_sched_t *s);
 
 /* Per-evaluation context: what the filters have chosen so far. */
 struct sched_ctx {

@@ -84,9 +84,10 @@ struct crater_pass {
     struct {
         struct memo_key key;
         uint32_t hash, shape;
-    } cur;                     /* the job being decided */
-    struct shape_slot *shapes; /* fixed requests only, else NULL */
-    uint32_t *shape_failed;    /* per shape: stamp of its memo entry */
+    } cur;                          /* the job being decided */
+    struct shape_slot *shapes;      /* fixed requests only, else NULL */
+    uint32_t *shape_failed;         /* per shape: stamp of its memo entry */
+    crater_plan_memo_t *shape_plan; /* per shape: its last failed plan */
     uint32_t nshapes;
     struct memo_why {
         crater_pass_wait_t kind;
@@ -276,7 +277,8 @@ crater_pass_t *crater_pass_create(crater_sched_t *s,
     if (params->fixed_requests && !ops->pending && !ops->ready) {
         p->shapes = calloc(SHAPE_SLOTS, sizeof(*p->shapes));
         p->shape_failed = calloc(SHAPE_SLOTS, sizeof(*p->shape_failed));
-        if (!p->shapes || !p->shape_failed) {
+        p->shape_plan = calloc(SHAPE_SLOTS, sizeof(*p->shape_plan));
+        if (!p->shapes || !p->shape_failed || !p->shape_plan) {
             crater_pass_destroy(p);
             return NULL;
         }
@@ -298,6 +300,7 @@ void crater_pass_destroy(crater_pass_t *p)
     free(p->why);
     free(p->shapes);
     free(p->shape_failed);
+    free(p->shape_plan);
     free(p);
 }
 
@@ -508,6 +511,14 @@ static int preempted_now(crater_pass_t *p,
     return bind_one(p, id, j, &plan->placement, err);
 }
 
+/* The current job's shape's last failed plan (shapes are requests, so
+ * the core may plan only what changed since), or NULL. */
+static crater_plan_memo_t *plan_memo(crater_pass_t *p)
+{
+    return p->cur.shape != PASS_SHAPE_NONE ? &p->shape_plan[p->cur.shape]
+                                           : NULL;
+}
+
 /* j fits nowhere: plan a preemption. 1 decided (preempting or waiting
  * for victims already stopping), 0 no plan (*perr why), -1 error. */
 static int try_preempt(crater_pass_t *p,
@@ -529,9 +540,10 @@ static int try_preempt(crater_pass_t *p,
     /* Preemption is planned for the first job of a pass that fits nowhere
      * (the head) and, while plans succeed, for the next; once one fails,
      * jobs of its priority or lower behind it wait for the next pass, as
-     * behind the head's reservation. A plan gathers every task of every
-     * node: one per waiting job and pass made B6 with preemption (1e6
-     * jobs) run for hours. */
+     * behind the head's reservation (one plan per waiting job and pass
+     * made B6 with preemption, 1e6 jobs, run for hours). A shape's plan
+     * keeps a memo of its last failure, so that the core plans only the
+     * nodes touched since (crater_sched_plan_preemption_memo). */
     if (j->req->priority <= p->noplan) {
         *perr = (crater_error_t){.errnum = CRATER_EUNSCHED};
         if (p->why)
@@ -543,7 +555,12 @@ static int try_preempt(crater_pass_t *p,
         return 0;
     }
     p->st.plan_calls++;
-    if (crater_sched_plan_preemption(p->s, j->req, &plan, perr) < 0) {
+    if (crater_sched_plan_preemption_memo(p->s,
+                                          j->req,
+                                          plan_memo(p),
+                                          &plan,
+                                          perr)
+        < 0) {
         if (perr->errnum != CRATER_EUNSCHED)
             return crater_errorf(err, perr->errnum, "%s", perr->text);
         p->noplan = j->req->priority;

@@ -92,6 +92,7 @@ void crater_sched_destroy(crater_sched_t *s)
     free(s->tasks);
     free(s->pcount);
     free(s->typical);
+    sched__psum_free(s);
     for (uint32_t i = 0; i < s->ntcap; i++)
         free(s->ntasks[i].ids);
     free(s->ntasks);
@@ -335,8 +336,10 @@ static void task_delete(crater_sched_t *s, uint32_t i)
 
 void sched__node_touch(crater_sched_t *s, uint32_t node)
 {
-    if (node < s->ntcap)
+    if (node < s->ntcap) {
         s->ntasks[node].ver = ++s->ver_clock;
+        sched__touch_log(s, node, s->ver_clock);
+    }
 }
 
 /* Room for one more id in node's list. */
@@ -441,44 +444,6 @@ void sched__apply(crater_sched_t *s, const crater_placement_t *p, int sign)
     }
 }
 
-/* Room for one more distinct preemptible priority; -1 on ENOMEM. */
-static int pcount_need(crater_sched_t *s)
-{
-    struct prio_count *v;
-    uint32_t cap;
-
-    if (s->npcount < s->pcountcap)
-        return 0;
-    cap = s->pcountcap ? 2 * s->pcountcap : 4;
-    if (!(v = realloc(s->pcount, cap * sizeof(*v))))
-        return -1;
-    s->pcount = v;
-    s->pcountcap = cap;
-    return 0;
-}
-
-/* A preemptible task of priority prio came (+1) or went (-1). */
-static void pcount_add(crater_sched_t *s, int32_t prio, int sign)
-{
-    uint32_t i = 0;
-
-    while (i < s->npcount && s->pcount[i].prio < prio)
-        i++;
-    if (sign > 0 && (i == s->npcount || s->pcount[i].prio != prio)) {
-        memmove(s->pcount + i + 1,
-                s->pcount + i,
-                (s->npcount++ - i) * sizeof(*s->pcount));
-        s->pcount[i] = (struct prio_count){prio, 0};
-    }
-    if (sign > 0) {
-        s->pcount[i].n++;
-    } else if (--s->pcount[i].n == 0) {
-        memmove(s->pcount + i,
-                s->pcount + i + 1,
-                (--s->npcount - i) * sizeof(*s->pcount));
-    }
-}
-
 int crater_sched_commit(crater_sched_t *s,
                         uint64_t task,
                         const crater_request_t *req,
@@ -499,7 +464,9 @@ int crater_sched_commit(crater_sched_t *s,
     if (check_fits(s, p, err) < 0)
         return -1;
     if (((s->tused + 1) * 4 > s->tsize * 3 && task_grow(s) < 0)
-        || node_tasks_need(s, p->node) < 0 || pcount_need(s) < 0)
+        || node_tasks_need(s, p->node) < 0
+        || sched__pcount_need(&s->pcount, &s->pcountcap, s->npcount) < 0
+        || (req && req->preemptible && sched__psum_need(s, p->node) < 0))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     s->ntasks[p->node].ids[s->ntasks[p->node].n++] = task;
     sched__node_touch(s, p->node);
@@ -509,8 +476,12 @@ int crater_sched_commit(crater_sched_t *s,
     t->preemptible = req ? req->preemptible : false;
     t->start_ms = s->env.now_ms(s->env.arg);
     t->p = *p;
-    if (t->preemptible)
-        pcount_add(s, t->priority, +1);
+    if (t->start_ms > s->since_max)
+        s->since_max = t->start_ms;
+    if (t->preemptible) {
+        sched__pcount_add(s->pcount, &s->npcount, t->priority, +1);
+        sched__psum_add(s, t, +1);
+    }
     s->tused++;
     sched__apply(s, p, +1);
     return sched__reindex(s, p->node);
@@ -527,8 +498,10 @@ int crater_sched_release(crater_sched_t *s, uint64_t task, crater_error_t *err)
                              "no task %llu",
                              (unsigned long long)task);
     node = t->p.node;
-    if (t->preemptible)
-        pcount_add(s, t->priority, -1);
+    if (t->preemptible) {
+        sched__pcount_add(s->pcount, &s->npcount, t->priority, -1);
+        sched__psum_add(s, t, -1);
+    }
     sched__apply(s, &t->p, -1);
     node_tasks_del(s, node, task);
     task_delete(s, (uint32_t)(t - s->tasks));
