@@ -186,5 +186,16 @@ done
 [ "$(metric "$gw2" 'crater_gateway_requests_total{service="s",code="429"}')" = 1 ] \
     && ok "429 counted" || fail "429 not counted"
 
+# a clean stop, and no sanitizer report in any process's output
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${pids[@]}"; do wait "$p" || fail "process $p exited with $?"; done
+pids=()
+if grep -lE 'Sanitizer|runtime error' "$tmp"/*.out; then
+    fail "sanitizer reports:"
+    cat "$tmp"/*.out
+else
+    ok "all processes stopped cleanly, no sanitizer report"
+fi
+
 [ $fails = 0 ] && echo "test_gateway: all passed" || echo "test_gateway: $fails failed"
 exit $((fails > 0))
