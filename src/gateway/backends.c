@@ -98,6 +98,7 @@ int gw__table_add_service(gw_table_t *t, const char *name, crater_error_t *err)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     snprintf(s->name, sizeof s->name, "%s", name);
     s->max_batch = 1;
+    s->max_inflight = 1;
     pthread_mutex_lock(&t->mu);
     if (find_service(t, name) != NULL) {
         pthread_mutex_unlock(&t->mu);
@@ -119,6 +120,7 @@ int gw__table_set_batch(gw_table_t *t,
                         const char *name,
                         unsigned max_batch,
                         int64_t timeout_us,
+                        unsigned inflight,
                         crater_error_t *err)
 {
     gw_service_t *s = gw__table_service(t, name);
@@ -140,7 +142,14 @@ int gw__table_set_batch(gw_table_t *t,
                                    CRATER_ERANGE,
                                    "batchTimeout",
                                    "batchTimeout: must be 0..60 s");
+    if (inflight < 1 || inflight > 64)
+        return crater_errorf_field(err,
+                                   CRATER_ERANGE,
+                                   "maxInflight",
+                                   "maxInflight: %u is not 1..64",
+                                   inflight);
     pthread_mutex_lock(&t->mu);
+    s->max_inflight = inflight;
     s->max_batch = max_batch;
     s->batch_timeout_us = timeout_us;
     pthread_mutex_unlock(&t->mu);
@@ -281,7 +290,7 @@ int gw__table_set_ready(gw_table_t *t,
     return 0;
 }
 
-gw_backend_t *gw__table_pick(gw_table_t *t, gw_service_t *s)
+gw_backend_t *gw__table_pick(gw_table_t *t, gw_service_t *s, unsigned limit)
 {
     gw_backend_t *best = NULL;
     unsigned n = 0, i = 0, start, best_order = 0;
@@ -293,7 +302,7 @@ gw_backend_t *gw__table_pick(gw_table_t *t, gw_service_t *s)
     for (gw_backend_t *b = s->backends; b != NULL; b = b->next, i++) {
         /* ties go to the first at or after a rotating start */
         unsigned order = (i + n - start) % n;
-        if (!b->ready)
+        if (!b->ready || (limit > 0 && b->outstanding >= limit))
             continue;
         if (best == NULL || b->outstanding < best->outstanding
             || (b->outstanding == best->outstanding && order < best_order)) {
@@ -307,6 +316,17 @@ gw_backend_t *gw__table_pick(gw_table_t *t, gw_service_t *s)
     }
     pthread_mutex_unlock(&t->mu);
     return best;
+}
+
+bool gw__table_can_pick(gw_table_t *t, gw_service_t *s, unsigned limit)
+{
+    bool yes = false;
+
+    pthread_mutex_lock(&t->mu);
+    for (gw_backend_t *b = s->backends; b != NULL && !yes; b = b->next)
+        yes = b->ready && (limit == 0 || b->outstanding < limit);
+    pthread_mutex_unlock(&t->mu);
+    return yes;
 }
 
 void gw__table_done(gw_table_t *t, gw_backend_t *b)

@@ -43,6 +43,7 @@ typedef struct gw_service {
     char name[GW_NAME_MAX];
     unsigned max_batch;       /* rows per batch; 1 = no batching */
     int64_t batch_timeout_us; /* the oldest request waits at most this */
+    unsigned max_inflight;    /* batches in flight per backend (1) */
     atomic_uint queued;       /* accepted, not yet answered */
     gw_backend_t *backends;   /* guarded by the table's mutex */
     struct gw_service *next;
@@ -56,11 +57,14 @@ void gw__table_destroy(gw_table_t *t); /* NULL accepted; no pick in flight */
 /* Add a service (no batching: max_batch 1). -1: EINVAL (bad name: 1..63 of
  * [A-Za-z0-9_.-]), EEXIST, ENOMEM. */
 int gw__table_add_service(gw_table_t *t, const char *name, crater_error_t *err);
-/* Batching for a service: max_batch >= 1 rows, timeout_us >= 0. */
+/* Batching for a service: max_batch 1..4096 rows, timeout_us >= 0,
+ * inflight 1..64 batches at a time per backend (a batch goes only to a
+ * backend with room: while the model is busy, the next batch fills). */
 int gw__table_set_batch(gw_table_t *t,
                         const char *name,
                         unsigned max_batch,
                         int64_t timeout_us,
+                        unsigned inflight,
                         crater_error_t *err);
 /* NULL when there is no such service. */
 gw_service_t *gw__table_service(gw_table_t *t, const char *name);
@@ -82,8 +86,11 @@ int gw__table_set_ready(gw_table_t *t,
                         bool ready,
                         crater_error_t *err);
 
-/* See above. NULL when the service has no ready backend. */
-gw_backend_t *gw__table_pick(gw_table_t *t, gw_service_t *s);
+/* See above. limit > 0: only backends with fewer than limit outstanding
+ * requests qualify. NULL when none does. */
+gw_backend_t *gw__table_pick(gw_table_t *t, gw_service_t *s, unsigned limit);
+/* Is there a ready backend (with fewer than limit outstanding, limit > 0)? */
+bool gw__table_can_pick(gw_table_t *t, gw_service_t *s, unsigned limit);
 void gw__table_done(gw_table_t *t, gw_backend_t *b);
 /* Mark a picked backend ready or not (the gateway, after a probe or a
  * connection failure). */

@@ -65,7 +65,8 @@ typedef struct call {
 
 typedef struct group {
     gw_service_t *svc;
-    char *key; /* owned copy */
+    bool blocked; /* due, but every ready backend is busy */
+    char *key;    /* owned copy */
     call_t *head, *tail;
     int64_t rows;
     struct group *next;
@@ -368,7 +369,7 @@ static void launch(gw_t *g,
                   .batch = batch};
     for (size_t i = 0; batch && i < n; i++)
         x->rows += calls[i]->req->rows;
-    x->be = gw__table_pick(g->t, s);
+    x->be = gw__table_pick(g->t, s, batch ? s->max_inflight : 0);
     if (x->be == NULL) {
         char text[160];
         snprintf(text,
@@ -488,18 +489,33 @@ static int send_batch(gw_t *g, group_t *gr)
     return 0;
 }
 
-/* Send what is due; drop empty groups. */
+static bool due(const group_t *gr, int64_t now)
+{
+    return gr->head != NULL
+           && (gr->rows >= (int64_t)gr->svc->max_batch
+               || now - gr->head->arrive_us >= gr->svc->batch_timeout_us);
+}
+
+/* Send what is due to backends with room; drop empty groups. A due group
+ * whose backends are all busy (max_inflight) waits for one to answer and
+ * meanwhile fills up. With no ready backend at all it is sent, to be
+ * answered 503. */
 static void flush_groups(gw_t *g, int64_t now)
 {
     group_t **p = &g->groups;
 
     while (*p != NULL) {
         group_t *gr = *p;
-        while (gr->head != NULL
-               && (gr->rows >= (int64_t)gr->svc->max_batch
-                   || now - gr->head->arrive_us >= gr->svc->batch_timeout_us))
+        gr->blocked = false;
+        while (due(gr, now)) {
+            if (gw__table_can_pick(g->t, gr->svc, 0)
+                && !gw__table_can_pick(g->t, gr->svc, gr->svc->max_inflight)) {
+                gr->blocked = true;
+                break;
+            }
             if (send_batch(g, gr) < 0)
                 break;
+        }
         if (gr->head == NULL) {
             *p = gr->next;
             free(gr->key);
@@ -679,7 +695,8 @@ static int64_t expire(gw_t *g, int64_t now)
             continue;
         if (gr->head->deadline_us < next)
             next = gr->head->deadline_us;
-        if (gr->head->arrive_us + gr->svc->batch_timeout_us < next)
+        if (!gr->blocked
+            && gr->head->arrive_us + gr->svc->batch_timeout_us < next)
             next = gr->head->arrive_us + gr->svc->batch_timeout_us;
     }
     for (xfer_t *x = g->xfers; x != NULL; x = x->next)

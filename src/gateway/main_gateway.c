@@ -17,13 +17,15 @@
 static void usage(FILE *fp)
 {
     fputs("usage: crater-gateway --service NAME=URL[,URL...] ...\n"
-          "                      [--batch NAME=MAX:TIMEOUT] [--listen ADDR]\n"
+          "                      [--batch NAME=MAX:TIMEOUT[:INFLIGHT]]\n"
+          "                      [--listen ADDR]\n"
           "                      [--queue N] [--timeout MS] [--health MS]\n"
           "                      [--threads N] [--max-body BYTES]\n\n"
           "  --service NAME=URLS  a service and its backends' base URLs\n"
           "  --batch NAME=MAX:T   batch V2 infer requests of NAME: at most\n"
           "                       MAX rows, the oldest waits at most T\n"
-          "                       (5ms, 500us, 0.01s; a bare number is ms)\n"
+          "                       (5ms, 500us, 0.01s; a bare number is ms);\n"
+          "                       at most INFLIGHT batches (1) per backend\n"
           "  --listen ADDR        default 127.0.0.1:8080 (:0 = a free port)\n"
           "  --queue N            waiting requests per service (1024), then "
           "429\n"
@@ -86,30 +88,53 @@ static int64_t parse_duration(const char *s)
     return -1;
 }
 
+/* "MAX:TIMEOUT[:INFLIGHT]" -> its three values; -1 if malformed. */
+static int batch_fields(const char *s,
+                        unsigned long *max,
+                        int64_t *us,
+                        unsigned long *inflight)
+{
+    char dur[64], *end;
+    const char *c1, *c2;
+
+    *max = strtoul(s, &end, 10);
+    if (end == s || *end != ':')
+        return -1;
+    c1 = end + 1;
+    c2 = strchr(c1, ':');
+    snprintf(dur, sizeof dur, "%.*s", (int)(c2 ? c2 - c1 : 63), c1);
+    if ((*us = parse_duration(dur)) < 0)
+        return -1;
+    *inflight = 1;
+    if (c2 != NULL) {
+        *inflight = strtoul(c2 + 1, &end, 10);
+        if (end == c2 + 1 || *end != '\0')
+            return -1;
+    }
+    return 0;
+}
+
 static int add_batch(gw_table_t *t, const char *arg, crater_error_t *err)
 {
-    char name[GW_NAME_MAX], *end;
-    const char *rest, *colon;
-    unsigned long max;
+    char name[GW_NAME_MAX];
+    const char *rest;
+    unsigned long max, inflight;
     int64_t us;
 
     if (split_eq(arg, name, sizeof name, &rest) < 0
-        || (colon = strchr(rest, ':')) == NULL)
+        || batch_fields(rest, &max, &us, &inflight) < 0)
         return crater_errorf_field(err,
                                    CRATER_EINVAL,
                                    "--batch",
-                                   "--batch: '%.100s' is not "
-                                   "NAME=MAX:TIMEOUT",
+                                   "--batch: '%.100s' is not NAME=MAX:TIMEOUT"
+                                   "[:INFLIGHT] (16:5ms, 32:2ms:2)",
                                    arg);
-    max = strtoul(rest, &end, 10);
-    if (end != colon || (us = parse_duration(colon + 1)) < 0)
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   "--batch",
-                                   "--batch: '%.100s': MAX must be a number "
-                                   "and TIMEOUT a duration (5ms)",
-                                   arg);
-    return gw__table_set_batch(t, name, (unsigned)max, us, err);
+    return gw__table_set_batch(t,
+                               name,
+                               (unsigned)max,
+                               us,
+                               (unsigned)inflight,
+                               err);
 }
 
 static int num(const char *flag,
