@@ -139,8 +139,9 @@ static void count(gw_t *g, const gw_service_t *s, int status)
     crater_metric_add(g->f.requests, lv, 1);
 }
 
-/* Answer c (once): status, body taken (malloc'd, may be NULL), content
- * type (static or NULL: then ctype_dyn is sent as a header). */
+/* Answer c unless it has been: body and headers are taken (malloc'd, may
+ * be NULL; "Content-Type: ..." in headers when ctype, a static string, is
+ * NULL). The call itself stays with its owner (a group or a transfer). */
 static void answer(gw_t *g,
                    call_t *c,
                    int status,
