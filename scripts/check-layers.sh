@@ -12,7 +12,7 @@
 #   3 codec   hardware files, the agent protocol
 #   4 sched   placement, queue, the scheduling pass, reservations
 #   5 store, net, sim
-#   6 daemon, agent, shim
+#   6 daemon, agent, shim, gateway
 #   7 cli
 #
 # Floors of the public headers (include/crater/) are listed below; a
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.." || exit 2
 
 declare -A dir_floor=(
     [ckpt]=1 [gpuslice]=1 [core]=2 [codec]=3 [sched]=4 [store]=5 [net]=5
-    [sim]=5 [daemon]=6 [agent]=6 [shim]=6 [cli]=7
+    [sim]=5 [daemon]=6 [agent]=6 [shim]=6 [gateway]=6 [cli]=7
 )
 declare -A hdr_floor=(
     [error]=1 [log]=1 [units]=1 [doc]=1 [dec]=1 [kind]=1 [privdir]=1

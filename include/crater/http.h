@@ -140,6 +140,14 @@ int crater_router_add(crater_router_t *rt,
                       void *arg,
                       crater_error_t *err);
 
+/* A handler for every request no route matches, whatever its method and
+ * path (a gateway's catch-all; it reads crater_http_path()). Without one,
+ * such requests get 404 or 405 as above. fn NULL removes it. Set before
+ * the server starts. */
+void crater_router_fallback(crater_router_t *rt,
+                            crater_http_handler_f fn,
+                            void *arg);
+
 /* Result of a router lookup (used by the server; exposed for tests). */
 typedef struct crater_route_match {
     crater_http_handler_f fn;

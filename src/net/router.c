@@ -34,6 +34,8 @@ typedef struct route {
 struct crater_router {
     route_t **routes;
     size_t n, cap;
+    crater_http_handler_f fallback; /* no route matched; NULL: 404/405 */
+    void *fallback_arg;
 };
 
 crater_router_t *crater_router_create(void)
@@ -218,6 +220,14 @@ int crater_router_add(crater_router_t *rt,
     return 0;
 }
 
+void crater_router_fallback(crater_router_t *rt,
+                            crater_http_handler_f fn,
+                            void *arg)
+{
+    rt->fallback = fn;
+    rt->fallback_arg = arg;
+}
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')
@@ -360,6 +370,11 @@ int crater_router_match(const crater_router_t *rt,
             best = r;
             best_rank = route_rank(r, exact);
         }
+    }
+    if (best == NULL && rt->fallback != NULL) {
+        *m =
+            (crater_route_match_t){.fn = rt->fallback, .arg = rt->fallback_arg};
+        return 200;
     }
     if (best == NULL)
         return known ? 405 : 404;

@@ -486,6 +486,31 @@ START_TEST(router_match_direct)
 }
 END_TEST
 
+/* A fallback takes what no route matches, any method; routes still win. */
+START_TEST(router_fallback_catches_the_rest)
+{
+    crater_router_t *r = crater_router_create();
+    crater_route_match_t m;
+    char buf[64], allow[32];
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_router_add(r, "GET", "/metrics", h_echo, "a", &err),
+                     0);
+    crater_router_fallback(r, h_echo, "fb");
+    ck_assert_int_eq(match(r, "GET", "/metrics", &m, buf, allow), 200);
+    ck_assert_str_eq(m.arg, "a");
+    ck_assert_int_eq(match(r, "PUT", "/svc/v2/x/y", &m, buf, allow), 200);
+    ck_assert_str_eq(m.arg, "fb");
+    ck_assert_uint_eq(m.nparams, 0);
+    ck_assert_int_eq(match(r, "POST", "/metrics", &m, buf, allow), 200);
+    ck_assert_str_eq(m.arg, "fb");
+    ck_assert_int_eq(match(r, "GET", "/a/%zz", &m, buf, allow), 400);
+    crater_router_fallback(r, NULL, NULL);
+    ck_assert_int_eq(match(r, "PUT", "/svc", &m, buf, allow), 404);
+    crater_router_destroy(r);
+}
+END_TEST
+
 START_TEST(not_found_and_method_not_allowed)
 {
     json_t *j = get_json("/api/v2/nothing", 404);
@@ -1177,6 +1202,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, keep_alive);
     tcase_add_test(tc, router_rejects_bad_patterns);
     tcase_add_test(tc, router_match_direct);
+    tcase_add_test(tc, router_fallback_catches_the_rest);
     tcase_add_test(tc, not_found_and_method_not_allowed);
     tcase_add_test(tc, head_uses_get_without_body);
     tcase_add_test(tc, post_body_echo);
