@@ -15,8 +15,11 @@
  * library it drives does neither. --learn-typical gives crater the
  * typical tasks learned from the arrivals, as craterd learns them from
  * its submissions (crater/typhist.h); without it crater has none (the
- * plugin scores), as before.
+ * plugin scores), as before. --placements FILE writes every start as a
+ * JSON line (policy, job index, time, node, GPU indices) in decision
+ * order, to compare with what craterd placed (test_differential.sh).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,8 @@
 struct ropts {
     const char *trace, *pods, *nodes, *joblist, *hardware, *synthetic;
     const char *plot;
+    const char *placements; /* --placements FILE: one JSON line per start */
+    FILE *pl_out;
     int policies[NPOL], npol;
     uint64_t sample_ms;
     double load;   /* 0: replay the trace's own times */
@@ -245,6 +250,35 @@ static int learn_setup(const struct ropts *o,
     return crater_typhist_install(*out, s, err);
 }
 
+/* --placements: each start as one JSON line, in decision order, for
+   comparing with craterd's placements (tests/integration/
+   test_differential.sh). */
+struct pl_sink {
+    FILE *f;
+    const crater_sched_t *s;
+    const char *policy;
+};
+
+static void on_start(void *arg,
+                     size_t job,
+                     const crater_placement_t *p,
+                     uint64_t t_ms)
+{
+    const struct pl_sink *k = arg;
+    const crater_node_t *n = crater_sched_node(k->s, p->node);
+
+    fprintf(k->f,
+            "{\"policy\":\"%s\",\"job\":%zu,\"t_ms\":%llu,\"node\":\"%s\","
+            "\"gpus\":[",
+            k->policy,
+            job,
+            (unsigned long long)t_ms,
+            n && n->name ? n->name : "");
+    for (uint32_t g = 0; g < p->ngpus; g++)
+        fprintf(k->f, "%s%u", g ? "," : "", (unsigned)p->gpu[g]);
+    fprintf(k->f, "]}\n");
+}
+
 static int run_policy(const struct ropts *o,
                       const struct input *in,
                       struct prun *pr,
@@ -266,8 +300,14 @@ static int run_policy(const struct ropts *o,
         .idle_reclaim_ms = in->mix.nnodes ? in->sp.idle_reclaim_ms : 0,
     };
 
+    struct pl_sink sink = {o->pl_out, s, name};
+
     if (!s)
         return -1;
+    if (o->pl_out) {
+        ro.on_start = on_start;
+        ro.on_start_arg = &sink;
+    }
     int rc = learn_setup(o, pr, s, &ro.learn, err);
     if (rc == 0)
         rc = make_jobs(in, s, pr, &jobs, &n, err);
@@ -659,7 +699,7 @@ static void usage(FILE *fp)
             "                         [--load L] [--sample DURATION] "
             "[--no-preempt]\n"
             "                         [--time-limits F] [--no-backfill]\n"
-            "                         [--learn-typical]\n"
+            "                         [--learn-typical] [--placements FILE]\n"
             "                         [--json|--csv] [--plot DIR]\n"
             "       crater sim synthetic SPEC [same options]\n"
             "SPEC: nodes=N,jobs=M[,mix=openb|builtin][,seed=S][,load=0.9]"
@@ -750,6 +790,7 @@ static const struct option long_opts[] = {
     {"time-limits", required_argument, NULL, 'T'},
     {"no-backfill", no_argument, NULL, 'B'},
     {"learn-typical", no_argument, NULL, 'l'},
+    {"placements", required_argument, NULL, 'O'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -778,6 +819,9 @@ static int set_opt(int c, struct ropts *o)
         break;
     case 'o':
         o->plot = optarg;
+        break;
+    case 'O':
+        o->placements = optarg;
         break;
     case 'j':
         o->json = true;
@@ -844,6 +888,14 @@ static int replay_main(struct ropts *o)
     crater_error_t err = {0};
     int n = 0, rc = load_input(o, &in, &err);
 
+    if (rc == 0 && o->placements && !(o->pl_out = fopen(o->placements, "w")))
+        rc = crater_errorf_field(&err,
+                                 CRATER_EIO,
+                                 "placements",
+                                 "%s: %s",
+                                 o->placements,
+                                 strerror(errno));
+
     for (; rc == 0 && n < o->npol; n++) {
         pr[n].pol = (crater_replay_policy_t)o->policies[n];
         if (run_policy(o, &in, &pr[n], &err) < 0)
@@ -867,6 +919,10 @@ static int replay_main(struct ropts *o)
         fprintf(stderr, "crater: %s\n", err.text);
     for (int i = 0; i < NPOL; i++)
         crater_replay_result_clear(&pr[i].res);
+    if (o->pl_out && fclose(o->pl_out) != 0 && rc == 0) {
+        fprintf(stderr, "crater: %s: %s\n", o->placements, strerror(errno));
+        rc = -1;
+    }
     input_free(&in);
     return rc < 0 ? CLI_EXIT_REJECTED : CLI_EXIT_OK;
 }

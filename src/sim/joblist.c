@@ -192,6 +192,7 @@ size_t crater_joblist_count(const crater_joblist_t *jl)
 /* ---- jobs ---------------------------------------------------------------- */
 
 static crater_replay_class_t class_of(const struct entry *e,
+                                      int32_t *prio,
                                       crater_error_t *err,
                                       int *rc)
 {
@@ -208,6 +209,7 @@ static crater_replay_class_t class_of(const struct entry *e,
         *rc = -1;
         return CRATER_REPLAY_NORMAL;
     }
+    *prio = p;
     return p >= 1000 ? CRATER_REPLAY_HIGH
            : p < 0   ? CRATER_REPLAY_LOW
                      : CRATER_REPLAY_NORMAL;
@@ -237,7 +239,8 @@ static int entry_job(const struct entry *e,
                      crater_error_t *err)
 {
     int rc;
-    crater_replay_class_t cls = class_of(e, err, &rc);
+    int32_t prio = 0;
+    crater_replay_class_t cls = class_of(e, &prio, err, &rc);
 
     if (rc < 0 || crater_request_from_spec(s, e->spec, &j->req, err) < 0)
         return -1;
@@ -250,8 +253,13 @@ static int entry_job(const struct entry *e,
             (uint32_t)(j->req.gpus * 1000.0 * (share < 1 ? share : 1));
     }
     crater_replay_job_class(j, cls, p);
-    if (p == CRATER_REPLAY_CRATER && e->spec->preemptible)
+    if (e->cls < 0) { /* the spec's own priority and preemptibility, as
+                         craterd queues them (test_differential.sh) */
+        j->req.priority = prio;
+        j->req.preemptible = p == CRATER_REPLAY_CRATER && e->spec->preemptible;
+    } else if (p == CRATER_REPLAY_CRATER && e->spec->preemptible) {
         j->req.preemptible = true;
+    }
     return 0;
 }
 

@@ -9,6 +9,7 @@
 start_craterd() {
     local data=$1; shift
     local log=$tmp/craterd.$RANDOM.out
+    : >"$log"
     "${CRATERD_BIN:?}" --data "$data" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
     pid=$!
     local port="" i
