@@ -314,10 +314,19 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
     return 0;
 }
 
+/* rm -rf path; an empty directory (most working directories) by one
+   rmdir, without the walk's open, read and stat. */
+static void rm_rf(const char *path)
+{
+    if (rmdir(path) == 0 || errno == ENOENT)
+        return;
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void taskstate_remove(const atask_t *t)
 {
     if (t->dir)
-        nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        rm_rf(t->dir);
     if (t->workdir)
-        nftw(t->workdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        rm_rf(t->workdir);
 }
