@@ -29,6 +29,7 @@ test-deps:
 # The release tree (gcc -O2) is built too: its -Werror catches warnings that
 # only the optimiser sees, which the README's first command would hit.
 test: test-deps format-check layers all
+	@scripts/check-links.sh $(BUILD)
 	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	    -DCRATER_SANITIZE=ON -DCRATER_FUZZ=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)

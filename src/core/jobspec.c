@@ -1,7 +1,7 @@
 /* jobspec.c - the job spec model: defaults, workloadType inference and the
  * semantic checks that run after decoding (see jobspec.h).
  *
- * Decoding (src/codec/jobspec_codec.c) checks what one field can tell on
+ * Decoding (src/core/jobspec_codec.c) checks what one field can tell on
  * its own: types, units, ranges, name syntax. This file checks what needs
  * several fields or the hardware knowledge base: contradictions (gang
  * with replicas 0, a GPU slice with count 0, minReplicas > maxReplicas)

@@ -1,4 +1,5 @@
-/* buildinfo.h - version of this build. */
+/* buildinfo.h - version of this build and of the agent protocol: one
+ * definition so the server, the agent and the CLI never disagree. */
 #ifndef CRATER_DAEMON_BUILDINFO_H
 #define CRATER_DAEMON_BUILDINFO_H
 
@@ -12,7 +13,11 @@
  * preemption "notice" in stops, "checkpoint" and "progress" events. */
 #define CRATER_AGENT_PROTOCOL 5
 
-/* Static string, never freed. */
-const char *crater_version(void);
+/* Static string, never freed. Inline: the agent and the CLI use it too,
+ * and a floor's library calls only down (scripts/check-links.sh). */
+static inline const char *crater_version(void)
+{
+    return CRATER_VERSION_STRING;
+}
 
 #endif
