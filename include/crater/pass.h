@@ -1,8 +1,9 @@
 /* pass.h - the scheduling pass, shared by craterd and `crater sim replay`.
  *
  * One pass takes the pending jobs in order and decides, for each: place
- * it (a gang: all replicas at once), else plan a preemption for it, else
- * say why it waits. Around that it expires hard deadlines, asks the host
+ * it (a gang: all replicas at once), else plan a preemption for it (a
+ * gang: victims for all its replicas, crater_sched_plan_gang_preemption),
+ * else say why it waits. Around that it expires hard deadlines, asks the host
  * whether a job's dependencies are met, keeps the EASY backfill
  * reservation of the queue's head (reserve.h) and chooses between a full
  * pass and a fresh one:
@@ -85,7 +86,9 @@ typedef struct crater_pass_ops {
                 crater_error_t *err);
     /* Preempt plan->victims (core task ids) for job id. 1: they are gone
      * now, released from the core (the pass then commits and binds the
-     * job on plan->placement); 0: they were ordered to stop (the job
+     * job on plan->placement; a gang on every replica's planned
+     * placement, plan->placement being replica 0's; the victims may be
+     * on several nodes); 0: they were ordered to stop (the job
      * waits; the host calls crater_pass_capacity_changed once they have);
      * 2: every victim was already stopping (nothing new decided; the
      * pass records CRATER_PASS_WAIT_STOPPING); -1 error. */

@@ -261,6 +261,29 @@ int crater_sched_plan_preemption_memo(crater_sched_t *s,
                                       crater_plan_memo_t *memo,
                                       crater_preempt_plan_t *plan,
                                       crater_error_t *err);
+/* A preemption plan for a gang of replicas copies of req (gang_preempt.c):
+ * victims (possibly on several nodes) whose release lets every replica
+ * fit, chosen replica by replica with crater_sched_plan_preemption()'s
+ * rules (each replica planned on the state where the earlier replicas'
+ * victims are released and the earlier replicas committed), or, when
+ * that greedy order finds none, the candidates on the nodes where the
+ * gang fits once every candidate is released. All or nothing: -1 with
+ * CRATER_EUNSCHED (no plan, or more than CRATER_PREEMPT_MAX_VICTIMS
+ * victims) and no victim named. On success plan->victims (ascending),
+ * max_priority, lost_ms and nvictims cover all replicas, plan->placement
+ * is replica 0's and out[] (replicas entries, caller-owned) holds every
+ * replica's placement once the victims are gone, to be committed in
+ * order under task ids first_task + i. nvictims 0: the gang fits as it
+ * is. Task ids first_task .. first_task + replicas - 1 must be unused
+ * (the plan commits them tentatively). The cluster state is unchanged on
+ * return (ENOMEM while undoing is reported). */
+int crater_sched_plan_gang_preemption(crater_sched_t *s,
+                                      const crater_request_t *req,
+                                      uint32_t replicas,
+                                      uint64_t first_task,
+                                      crater_preempt_plan_t *plan,
+                                      crater_placement_t *out,
+                                      crater_error_t *err);
 /* The lowest priority of a running preemptible task (INT32_MAX when there
  * is none): a request at or below it can have no victim, whatever its
  * shape. O(tasks). For callers that plan many requests (pass.c). */

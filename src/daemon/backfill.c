@@ -4,7 +4,9 @@
  * The rule itself is the core's scheduling pass (src/sched/pass.c), shared
  * with `crater sim replay`: the first job of a pass that fits nowhere and
  * gets no preemption plan becomes the head, its start is reserved with
- * crater_sched_reserve(), and jobs of its priority or lower behind it are
+ * crater_sched_reserve() (a gang's with crater_sched_reserve_gang(), over
+ * the ends of every replica listed here), and jobs of its priority or
+ * lower behind it are
  * placed with crater_sched_place_backfill() only where they cannot delay
  * it; the reservation is dropped when capacity comes back. What craterd
  * gives the pass is when its placed jobs are expected to have released

@@ -408,42 +408,6 @@ static int bind_one(crater_pass_t *p,
     return p->ops.bind(p->arg, id, pl, 1, err);
 }
 
-static int place_gang(crater_pass_t *p,
-                      uint64_t id,
-                      const crater_pass_job_t *j,
-                      crater_error_t *err)
-{
-    crater_placement_t *pl = calloc(j->replicas, sizeof(*pl));
-    crater_error_t why = {0};
-    int rc;
-
-    if (!pl)
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    p->st.place_calls++;
-    rc = crater_sched_place_gang(p->s,
-                                 j->req,
-                                 j->replicas,
-                                 j->task,
-                                 pl,
-                                 p->why ? &why : NULL);
-    if (rc == 0) {
-        p->st.bound++;
-        if (j->req->preemptible && j->req->priority < p->floor)
-            p->floor = j->req->priority;
-        rc = p->ops.bind(p->arg, id, pl, j->replicas, err);
-    } else if (p->why && why.errnum != CRATER_EUNSCHED) {
-        pending(p, id, CRATER_PASS_WAIT_GANG, &why); /* not the shape's */
-        rc = 0;
-    } else {
-        /* gangs neither preempt nor reserve yet */
-        memo_add(p, CRATER_PASS_WAIT_GANG, &why);
-        pending(p, id, CRATER_PASS_WAIT_GANG, &why);
-        rc = 0;
-    }
-    free(pl);
-    return rc;
-}
-
 /* Place j now: behind a reserved head (a job of its priority or lower)
  * only where it cannot delay the head (reserve.h). 0 placed (*pl), 1
  * refused for the head's sake, -1 does not fit. */
@@ -468,9 +432,39 @@ static int place_now(crater_pass_t *p,
                                        why);
 }
 
-/* The head j fits nowhere and has no plan: reserve its start from the
- * running tasks' expected ends (none when it cannot fit even after all of
- * them ended). */
+/* The reservation of head j (a gang's when it has replicas). */
+static int reserve(crater_pass_t *p,
+                   const crater_pass_job_t *j,
+                   const crater_task_end_t *ends,
+                   size_t n,
+                   crater_error_t *e)
+{
+    crater_sched_t *s = p->s;
+
+    if (j->replicas > 1 && p->prm.ends_heap)
+        return crater_sched_reserve_gang_heap(s,
+                                              j->req,
+                                              j->replicas,
+                                              ends,
+                                              n,
+                                              &p->resv,
+                                              e);
+    if (j->replicas > 1)
+        return crater_sched_reserve_gang(s,
+                                         j->req,
+                                         j->replicas,
+                                         ends,
+                                         n,
+                                         &p->resv,
+                                         e);
+    if (p->prm.ends_heap) /* the host keeps its ends as a heap */
+        return crater_sched_reserve_heap(s, j->req, ends, n, &p->resv, e);
+    return crater_sched_reserve(s, j->req, ends, n, &p->resv, e);
+}
+
+/* The head j (a single job or a gang) fits nowhere and has no plan:
+ * reserve its start from the running tasks' expected ends (none when it
+ * cannot fit even after all of them ended). */
 static int reserve_head(crater_pass_t *p,
                         uint64_t id,
                         const crater_pass_job_t *j,
@@ -479,21 +473,52 @@ static int reserve_head(crater_pass_t *p,
     const crater_task_end_t *ends = NULL;
     size_t n;
     crater_error_t e;
-    int rc;
 
     if (!p->prm.backfill || !p->ops.ends || p->resv_ok)
         return 0;
     n = p->ops.ends(p->arg, &ends);
-    if (p->prm.ends_heap) /* the host keeps its ends as a heap */
-        rc = crater_sched_reserve_heap(p->s, j->req, ends, n, &p->resv, &e);
-    else
-        rc = crater_sched_reserve(p->s, j->req, ends, n, &p->resv, &e);
-    p->resv_ok = rc == 0;
+    p->resv_ok = reserve(p, j, ends, n, &e) == 0;
     if (!p->resv_ok && e.errnum != CRATER_EUNSCHED)
         return crater_errorf(err, e.errnum, "%s", e.text);
     p->resv.head = id;
     p->resv_prio = j->req->priority;
     return 0;
+}
+
+/* A gang's replicas were committed (pl): count it and hand it over. */
+static int bound_gang(crater_pass_t *p,
+                      uint64_t id,
+                      const crater_pass_job_t *j,
+                      const crater_placement_t *pl,
+                      crater_error_t *err)
+{
+    p->st.bound++;
+    if (j->req->preemptible && j->req->priority < p->floor)
+        p->floor = j->req->priority;
+    return p->ops.bind(p->arg, id, pl, j->replicas, err);
+}
+
+/* Commit a gang's planned placements in order and hand it over; a
+ * replica that cannot be committed undoes the others (j waits). */
+static int bind_gang(crater_pass_t *p,
+                     uint64_t id,
+                     const crater_pass_job_t *j,
+                     const crater_placement_t *pl,
+                     crater_error_t *err)
+{
+    crater_error_t e;
+
+    for (uint32_t i = 0; i < j->replicas; i++) {
+        if (crater_sched_commit(p->s, j->task + i, j->req, &pl[i], &e) == 0)
+            continue;
+        while (i-- > 0)
+            crater_sched_release(p->s, j->task + i, NULL);
+        if (e.errnum == CRATER_ENOMEM)
+            return crater_errorf(err, e.errnum, "%s", e.text);
+        pending(p, id, CRATER_PASS_WAIT_NOPLAN, &e);
+        return 0;
+    }
+    return bound_gang(p, id, j, pl, err);
 }
 
 /* Victims are gone at once (the simulator): commit and bind on the plan,
@@ -502,12 +527,15 @@ static int preempted_now(crater_pass_t *p,
                          uint64_t id,
                          const crater_pass_job_t *j,
                          const crater_preempt_plan_t *plan,
+                         const crater_placement_t *gang,
                          crater_error_t *err)
 {
     p->freed = true;
     p->epoch++;
     memo_reset(p);
     p->resv_ok = false;
+    if (gang)
+        return bind_gang(p, id, j, gang, err);
     return bind_one(p, id, j, &plan->placement, err);
 }
 
@@ -519,18 +547,11 @@ static crater_plan_memo_t *plan_memo(crater_pass_t *p)
                                            : NULL;
 }
 
-/* j fits nowhere: plan a preemption. 1 decided (preempting or waiting
- * for victims already stopping), 0 no plan (*perr why), -1 error. */
-static int try_preempt(crater_pass_t *p,
-                       uint64_t id,
-                       const crater_pass_job_t *j,
-                       crater_error_t *perr,
-                       crater_error_t *err)
+/* May a preemption be planned for j in this pass? 0 not (*perr why). */
+static int may_plan(const crater_pass_t *p,
+                    const crater_pass_job_t *j,
+                    crater_error_t *perr)
 {
-    crater_preempt_plan_t plan;
-    crater_error_t why;
-    int rc;
-
     /* Below the floor no task can be a victim: the planner's failure is
      * certain, so it is asked only for its explanation (reasons kept). */
     if (j->req->priority <= p->floor && !p->why) {
@@ -541,9 +562,7 @@ static int try_preempt(crater_pass_t *p,
      * (the head) and, while plans succeed, for the next; once one fails,
      * jobs of its priority or lower behind it wait for the next pass, as
      * behind the head's reservation (one plan per waiting job and pass
-     * made B6 with preemption, 1e6 jobs, run for hours). A shape's plan
-     * keeps a memo of its last failure, so that the core plans only the
-     * nodes touched since (crater_sched_plan_preemption_memo). */
+     * made B6 with preemption, 1e6 jobs, run for hours). */
     if (j->req->priority <= p->noplan) {
         *perr = (crater_error_t){.errnum = CRATER_EUNSCHED};
         if (p->why)
@@ -554,6 +573,51 @@ static int try_preempt(crater_pass_t *p,
                      p->noplan);
         return 0;
     }
+    return 1;
+}
+
+/* Hand plan to the host (gang: a gang's placements, else NULL). 1
+ * decided, 0 no victims, -1 error. */
+static int execute(crater_pass_t *p,
+                   uint64_t id,
+                   const crater_pass_job_t *j,
+                   const crater_preempt_plan_t *plan,
+                   const crater_placement_t *gang,
+                   crater_error_t *err)
+{
+    crater_error_t why;
+    int rc;
+
+    if (plan->nvictims == 0)
+        return 0;
+    if ((rc = p->ops.preempt(p->arg, id, plan, err)) < 0)
+        return -1;
+    if (rc == 2) {
+        if (p->why)
+            victims_stopping(plan, &why);
+        pending(p, id, CRATER_PASS_WAIT_STOPPING, &why);
+        return 1;
+    }
+    p->st.preemptions++;
+    if (rc == 1 && preempted_now(p, id, j, plan, gang, err) < 0)
+        return -1;
+    return 1;
+}
+
+/* j fits nowhere: plan a preemption. 1 decided (preempting or waiting
+ * for victims already stopping), 0 no plan (*perr why), -1 error. A
+ * shape's plan keeps a memo of its last failure, so that the core plans
+ * only the nodes touched since (crater_sched_plan_preemption_memo). */
+static int try_preempt(crater_pass_t *p,
+                       uint64_t id,
+                       const crater_pass_job_t *j,
+                       crater_error_t *perr,
+                       crater_error_t *err)
+{
+    crater_preempt_plan_t plan;
+
+    if (!may_plan(p, j, perr))
+        return 0;
     p->st.plan_calls++;
     if (crater_sched_plan_preemption_memo(p->s,
                                           j->req,
@@ -566,20 +630,38 @@ static int try_preempt(crater_pass_t *p,
         p->noplan = j->req->priority;
         return 0;
     }
-    if (plan.nvictims == 0)
+    return execute(p, id, j, &plan, NULL, err);
+}
+
+/* A gang fits nowhere: plan victims for all its replicas (pl: room for
+ * them). As try_preempt, except that a gang's failed plan does not stop
+ * the jobs behind it from planning (a gang needs much more than one of
+ * them would). */
+static int try_preempt_gang(crater_pass_t *p,
+                            uint64_t id,
+                            const crater_pass_job_t *j,
+                            crater_placement_t *pl,
+                            crater_error_t *perr,
+                            crater_error_t *err)
+{
+    crater_preempt_plan_t plan;
+
+    if (!may_plan(p, j, perr))
         return 0;
-    if ((rc = p->ops.preempt(p->arg, id, &plan, err)) < 0)
-        return -1;
-    if (rc == 2) {
-        if (p->why)
-            victims_stopping(&plan, &why);
-        pending(p, id, CRATER_PASS_WAIT_STOPPING, &why);
-        return 1;
+    p->st.plan_calls++;
+    if (crater_sched_plan_gang_preemption(p->s,
+                                          j->req,
+                                          j->replicas,
+                                          j->task,
+                                          &plan,
+                                          pl,
+                                          perr)
+        < 0) {
+        if (perr->errnum != CRATER_EUNSCHED)
+            return crater_errorf(err, perr->errnum, "%s", perr->text);
+        return 0;
     }
-    p->st.preemptions++;
-    if (rc == 1 && preempted_now(p, id, j, &plan, err) < 0)
-        return -1;
-    return 1;
+    return execute(p, id, j, &plan, pl, err);
 }
 
 /* A single-replica job that is ready and not in the memo. */
@@ -629,30 +711,89 @@ static int ready(crater_pass_t *p, uint64_t id)
     return 0;
 }
 
-/* A gang behind a reserved head (of its priority or higher) starts only
- * when its time limit ends it before the head's start: the core places a
- * gang as a whole and cannot yet tell whether it keeps out of the head's
- * reserved resources, so one that might delay the head waits (it used to
- * be placed, and took what the head was promised). 1 when j waits. */
-static bool gang_behind_head(crater_pass_t *p,
-                             uint64_t id,
-                             const crater_pass_job_t *j,
-                             bool early)
+/* Place gang j now: behind a reserved head (of its priority or higher)
+ * only where it cannot delay the head (all replicas off the head's
+ * node(s), or ending by the shadow time). 0 placed (pl), 1 refused for
+ * the head's sake, -1 does not fit. */
+static int gang_now(crater_pass_t *p,
+                    uint64_t id,
+                    const crater_pass_job_t *j,
+                    crater_placement_t *pl,
+                    crater_error_t *why)
 {
-    crater_error_t why = {.errnum = CRATER_EUNSCHED};
+    p->st.place_calls++;
+    if (!p->resv_ok || j->req->priority > p->resv_prio || id == p->resv.head)
+        return crater_sched_place_gang(p->s,
+                                       j->req,
+                                       j->replicas,
+                                       j->task,
+                                       pl,
+                                       why);
+    return crater_sched_place_gang_backfill(p->s,
+                                            j->req,
+                                            j->replicas,
+                                            j->task,
+                                            p->now,
+                                            j->time_limit_ms,
+                                            &p->resv,
+                                            pl,
+                                            why);
+}
 
-    if (!p->resv_ok || j->req->priority > p->resv_prio || id == p->resv.head
-        || early)
-        return false;
-    if (p->why)
-        snprintf(why.text,
-                 sizeof(why.text),
-                 "gang waits behind the reservation of job %" PRIu64
-                 " (it could delay that job's start; a gang backfills only "
-                 "when its timeLimit ends it first)",
-                 p->resv.head);
-    pending(p, id, CRATER_PASS_WAIT_BACKFILL, &why);
-    return true;
+/* A gang that fits nowhere: preempt for it, else wait (and reserve its
+ * start when it is the head). */
+static int gang_waits(crater_pass_t *p,
+                      uint64_t id,
+                      const crater_pass_job_t *j,
+                      crater_placement_t *pl,
+                      bool early,
+                      crater_error_t *why,
+                      crater_error_t *err)
+{
+    crater_error_t perr = {0};
+    int rc;
+
+    if (p->prm.preempt
+        && (rc = try_preempt_gang(p, id, j, pl, &perr, err)) != 0)
+        return rc < 0 ? -1 : 0;
+    with_plan(why, &perr);
+    if (!early)
+        memo_add(p, CRATER_PASS_WAIT_GANG, why);
+    if (reserve_head(p, id, j, err) < 0)
+        return -1;
+    pending(p, id, CRATER_PASS_WAIT_GANG, why);
+    return 0;
+}
+
+/* A gang that is ready and not in the memo. */
+static int decide_gang(crater_pass_t *p,
+                       uint64_t id,
+                       const crater_pass_job_t *j,
+                       bool early,
+                       crater_error_t *err)
+{
+    crater_placement_t *pl = calloc(j->replicas, sizeof(*pl));
+    crater_error_t why = {0};
+    int rc;
+
+    if (!pl)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    rc = gang_now(p, id, j, pl, &why);
+    if (rc == 0) {
+        rc = bound_gang(p, id, j, pl, err);
+    } else if (rc > 0) {
+        if (!early)
+            memo_add(p, CRATER_PASS_WAIT_BACKFILL, &why);
+        pending(p, id, CRATER_PASS_WAIT_BACKFILL, &why);
+        rc = 0;
+    } else if (why.errnum != CRATER_EUNSCHED) {
+        pending(p, id, CRATER_PASS_WAIT_GANG, &why); /* not the shape's */
+        rc = 0;
+    } else {
+        rc = gang_waits(p, id, j, pl, early, &why, err);
+    }
+    free(pl);
+    return rc;
 }
 
 /* Decide job id; *tag (a kept order's position, or NULL) learns its
@@ -681,8 +822,7 @@ static int decide(crater_pass_t *p,
         return 0;
     }
     if (j.replicas > 1)
-        return gang_behind_head(p, id, &j, early) ? 0
-                                                  : place_gang(p, id, &j, err);
+        return decide_gang(p, id, &j, early, err);
     return decide_one(p, id, &j, early, err);
 }
 

@@ -287,6 +287,20 @@ static void sift_down(crater_task_end_t *h, size_t n, size_t i)
     }
 }
 
+/* ends[0..n-1] as a heap in a new array (caller frees); NULL ENOMEM. */
+static crater_task_end_t *heap_of(const crater_task_end_t *ends, size_t n)
+{
+    crater_task_end_t *h = malloc((n ? n : 1) * sizeof(*h));
+
+    if (!h)
+        return NULL;
+    if (n)
+        memcpy(h, ends, n * sizeof(*h));
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(h, n, i);
+    return h;
+}
+
 int crater_sched_reserve(crater_sched_t *s,
                          const crater_request_t *head,
                          const crater_task_end_t *ends,
@@ -294,18 +308,252 @@ int crater_sched_reserve(crater_sched_t *s,
                          crater_reservation_t *out,
                          crater_error_t *err)
 {
-    crater_task_end_t *h = malloc((n ? n : 1) * sizeof(*h));
+    crater_task_end_t *h = heap_of(ends, n);
     int rc;
 
     if (!h)
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (n)
-        memcpy(h, ends, n * sizeof(*h));
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(h, n, i);
     rc = crater_sched_reserve_heap(s, head, h, n, out, err);
     free(h);
     return rc;
+}
+
+/* ---- gang heads -----------------------------------------------------------
+ *
+ * A gang fits once the nodes together hold all its replicas. How many a
+ * node holds depends on that node alone (its filters read only it), so
+ * the count is kept per node and redone only for the nodes that release
+ * something at each end time; the first time the sum reaches the replica
+ * count is the shadow time. */
+
+struct gcount {
+    const crater_request_t *r;
+    uint32_t want;          /* replicas */
+    uint32_t *k;            /* per node: replicas it holds (<= want) */
+    uint64_t total;         /* sum of k */
+    crater_placement_t *pl; /* want entries: scratch */
+};
+
+/* How many replicas node holds now (at most g->want): the filters'
+ * placement charged one after another (sched__apply), then returned. */
+static uint32_t count_on(crater_sched_t *s, struct gcount *g, uint32_t node)
+{
+    uint32_t k = 0;
+
+    while (k < g->want && fits(s, node, g->r, &g->pl[k]))
+        sched__apply(s, &g->pl[k++], +1);
+    for (uint32_t i = k; i-- > 0;)
+        sched__apply(s, &g->pl[i], -1);
+    return k;
+}
+
+static void recount(crater_sched_t *s, struct gcount *g, uint32_t node)
+{
+    g->total -= g->k[node];
+    g->k[node] = count_on(s, g, node);
+    g->total += g->k[node];
+}
+
+/* Recount the nodes released from w->e[from..]; nodes has room. */
+static void recount_released(crater_sched_t *s,
+                             struct gcount *g,
+                             const struct walk *w,
+                             size_t from,
+                             uint32_t *nodes)
+{
+    size_t m = 0;
+
+    for (size_t i = from; i < w->n; i++)
+        nodes[m++] = w->e[i].node;
+    qsort(nodes, m, sizeof(*nodes), cmp_node);
+    for (size_t i = 0; i < m; i++)
+        if (i == 0 || nodes[i] != nodes[i - 1])
+            recount(s, g, nodes[i]);
+}
+
+/* The nodes the replicas take (lowest ids first) and the first one's
+ * placement, in the current state. -1 when they are too many. */
+static int gang_nodes(crater_sched_t *s,
+                      struct gcount *g,
+                      crater_reservation_t *out)
+{
+    uint32_t left = g->want;
+
+    out->nnodes = 0;
+    for (uint32_t node = 0; node < s->n && left; node++) {
+        if (!g->k[node])
+            continue;
+        if (out->nnodes == CRATER_RESV_MAX_NODES)
+            return -1;
+        if (out->nnodes == 0)
+            fits(s, node, g->r, &out->placement);
+        out->nodes[out->nnodes++] = node;
+        left -= g->k[node] < left ? g->k[node] : left;
+    }
+    return 0;
+}
+
+/* Walk the ends until the gang fits, then fill out (in that state).
+ * 1 found, 0 not, 2 too many nodes, -1 ENOMEM. State restored. */
+static int gang_walk(crater_sched_t *s,
+                     struct gcount *g,
+                     struct visit *v,
+                     struct walk *w,
+                     crater_reservation_t *out)
+{
+    uint32_t *nodes = NULL;
+    uint64_t at = 0;
+    int found = 0;
+
+    for (uint32_t node = 0; node < s->n; node++)
+        recount(s, g, node);
+    while (g->total < g->want && v->nidx) {
+        size_t from = w->n;
+        void *p;
+        if (release_next(s, v, w) < 0
+            || !(p = realloc(nodes, (w->n - from + 1) * sizeof(*nodes)))) {
+            found = -1;
+            break;
+        }
+        nodes = p;
+        recount_released(s, g, w, from, nodes);
+        at = w->e[w->n - 1].end_ms;
+    }
+    if (found == 0 && g->total >= g->want) {
+        out->w.shadow_ms = at;
+        found = gang_nodes(s, g, out) < 0 ? 2 : 1;
+    }
+    for (size_t i = w->n; i-- > 0;)
+        sched__apply(s, &w->e[i].t->p, +1);
+    free(nodes);
+    return found;
+}
+
+int crater_sched_reserve_gang_heap(crater_sched_t *s,
+                                   const crater_request_t *head,
+                                   uint32_t replicas,
+                                   const crater_task_end_t *heap,
+                                   size_t n,
+                                   crater_reservation_t *out,
+                                   crater_error_t *err)
+{
+    struct visit v = {heap, n, malloc((n + 1) * sizeof(size_t)), 0};
+    struct gcount g = {head,
+                       replicas,
+                       calloc(s->n + 1, sizeof(uint32_t)),
+                       0,
+                       malloc((replicas + 1) * sizeof(*g.pl))};
+    struct walk w = {0};
+    crater_reservation_t r;
+    int rc = -1;
+
+    memset(&r, 0, sizeof(r));
+    if (v.idx && n)
+        idx_push(&v, 0);
+    if (v.idx && g.k && g.pl && replicas)
+        rc = gang_walk(s, &g, &v, &w, &r);
+    if (rc < 0)
+        crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    else if (rc == 0)
+        crater_errorf(err,
+                      CRATER_EUNSCHED,
+                      "no reservation: the gang's %u replicas do not fit "
+                      "even after every task with a time limit ended",
+                      replicas);
+    else if (rc == 2)
+        crater_errorf(err,
+                      CRATER_EUNSCHED,
+                      "no reservation: the gang would take more than %d "
+                      "nodes",
+                      CRATER_RESV_MAX_NODES);
+    else
+        *out = r;
+    free(v.idx);
+    free(g.k);
+    free(g.pl);
+    free(w.e);
+    return rc == 1 ? 0 : -1;
+}
+
+int crater_sched_reserve_gang(crater_sched_t *s,
+                              const crater_request_t *head,
+                              uint32_t replicas,
+                              const crater_task_end_t *ends,
+                              size_t n,
+                              crater_reservation_t *out,
+                              crater_error_t *err)
+{
+    crater_task_end_t *h = heap_of(ends, n);
+    int rc;
+
+    if (!h)
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    rc = crater_sched_reserve_gang_heap(s, head, replicas, h, n, out, err);
+    free(h);
+    return rc;
+}
+
+/* Is node one the reservation holds (its head's node, or a gang's)? */
+static bool reserved_node(const crater_reservation_t *r, uint32_t node)
+{
+    if (r->nnodes == 0)
+        return node == r->placement.node;
+    for (uint32_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i] == node)
+            return true;
+    return false;
+}
+
+/* Cordon (on) or uncordon the reservation's nodes that were not cordoned
+ * before (was[], one per reserved node, filled when on). */
+static void cordon_reserved(crater_sched_t *s,
+                            const crater_reservation_t *r,
+                            bool on,
+                            bool *was)
+{
+    uint32_t n = r->nnodes ? r->nnodes : 1;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t node = r->nnodes ? r->nodes[i] : r->placement.node;
+        if (node >= s->n)
+            continue;
+        if (on)
+            was[i] = s->dyn[node].cordoned;
+        if (!was[i])
+            crater_sched_set_cordoned(s, node, on);
+    }
+}
+
+int crater_sched_place_gang_backfill(crater_sched_t *s,
+                                     const crater_request_t *req,
+                                     uint32_t replicas,
+                                     uint64_t first_task,
+                                     uint64_t now_ms,
+                                     uint64_t limit_ms,
+                                     const crater_reservation_t *r,
+                                     crater_placement_t *out,
+                                     crater_error_t *err)
+{
+    bool was[CRATER_RESV_MAX_NODES];
+    int rc;
+
+    if (limit_ms && now_ms + limit_ms <= r->w.shadow_ms)
+        return crater_sched_place_gang(s, req, replicas, first_task, out, err);
+    cordon_reserved(s, r, true, was);
+    rc = crater_sched_place_gang(s, req, replicas, first_task, out, err);
+    cordon_reserved(s, r, false, was);
+    if (rc == 0 || (err && err->errnum != CRATER_EUNSCHED))
+        return rc;
+    if (crater_sched_place_gang(s, req, replicas, first_task, out, NULL) < 0)
+        return -1; /* err: why it fits nowhere else */
+    for (uint32_t i = replicas; i-- > 0;)
+        crater_sched_release(s, first_task + i, NULL);
+    crater_errorf(err,
+                  CRATER_EUNSCHED,
+                  "gang would delay the reserved start of job %llu at the "
+                  "head of the queue (it fits only on that job's node(s))",
+                  (unsigned long long)r->head);
+    return 1;
 }
 
 /* p shares a GPU with the head's reserved placement. */
@@ -334,8 +582,10 @@ static crater_backfill_verdict_t judge(crater_reservation_t *r,
         && crater_backfill_check(&r->w, now_ms, limit_ms, demand)
                == CRATER_BACKFILL_BEFORE_SHADOW)
         return CRATER_BACKFILL_BEFORE_SHADOW;
-    if (p->node != r->placement.node)
+    if (!reserved_node(r, p->node))
         return CRATER_BACKFILL_EXTRA; /* the head's node is untouched */
+    if (r->nnodes)
+        return CRATER_BACKFILL_DENY; /* a gang's nodes keep no extra */
     if (shares_gpu(p, &r->placement))
         return CRATER_BACKFILL_DENY;
     v = crater_backfill_check(&r->w, now_ms, 0, demand);
@@ -343,18 +593,18 @@ static crater_backfill_verdict_t judge(crater_reservation_t *r,
     return v;
 }
 
-/* Place req with the head's node left out; 0 when it fits elsewhere. */
+/* Place req with the head's node(s) left out; 0 when it fits elsewhere. */
 static int place_elsewhere(crater_sched_t *s,
                            const crater_request_t *req,
-                           uint32_t node,
+                           const crater_reservation_t *r,
                            crater_placement_t *p)
 {
+    bool was[CRATER_RESV_MAX_NODES];
     int rc;
 
-    if (crater_sched_set_cordoned(s, node, true) < 0)
-        return -1;
+    cordon_reserved(s, r, true, was);
     rc = crater_sched_place(s, req, p, NULL);
-    crater_sched_set_cordoned(s, node, false);
+    cordon_reserved(s, r, false, was);
     return rc;
 }
 
@@ -373,7 +623,7 @@ int crater_sched_place_backfill(crater_sched_t *s,
     *v = judge(r, now_ms, limit_ms, p);
     if (*v != CRATER_BACKFILL_DENY)
         return 0;
-    if (place_elsewhere(s, req, r->placement.node, p) == 0) {
+    if (place_elsewhere(s, req, r, p) == 0) {
         *v = CRATER_BACKFILL_EXTRA;
         return 0;
     }

@@ -125,7 +125,7 @@ submit gs "replicas: 2" "gang: true" "timeLimit: 1m" "resources: {gpu: {count: 1
 until_ 5 'api GET "/api/v1/jobs/$gs" "$admin"; [ "$(field .state)" = bound ]' && ok || bad "a gang that ends before the head's start backfills"
 api GET "/api/v1/jobs/$gl" "$admin"
 expect "a gang that could delay the head waits behind its reservation" 200 \
-    ".state == \"pending\" and (.reason | test(\"reservation of job $hd\"))"
+    ".state == \"pending\" and (.reason | test(\"reserved start of job $hd\"))"
 api GET "/api/v1/jobs/$hd" "$admin"; expect "the head still waits for r1" 200 '.state == "pending"'
 
 # ---- 2. preemption --------------------------------------------------------------

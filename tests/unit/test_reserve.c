@@ -315,6 +315,142 @@ static int cmp_end(const void *a, const void *b)
     return (x->task > y->task) - (x->task < y->task);
 }
 
+/* A gang head of two 8-GPU replicas on three nodes: nodes 0 and 2 empty
+ * at 3000 and 2000, node 1 never (no limit): the shadow time is 3000,
+ * when the second node empties, and the reservation names nodes 0 and
+ * 2; the core is as before. Later jobs that do not end by then go only
+ * to node 1; one that ends by then goes anywhere. */
+START_TEST(gang_head_reservation)
+{
+    crater_sched_t *s = nodes(3);
+    crater_request_t head = req_slice(8, 0), one = req_slice(1, 0);
+    crater_task_end_t ends[] = {{1, 3000}, {3, 2000}};
+    crater_reservation_t r;
+    crater_backfill_verdict_t v;
+    crater_placement_t p, out[2];
+    crater_error_t err;
+
+    run_on(s, 1, 0, 8);
+    run_on(s, 2, 1, 4); /* no limit */
+    run_on(s, 3, 2, 8);
+    ck_assert_int_eq(crater_sched_reserve_gang(s, &head, 2, ends, 2, &r, &err),
+                     0);
+    ck_assert_uint_eq(r.w.shadow_ms, 3000);
+    ck_assert_uint_eq(r.nnodes, 2);
+    ck_assert_uint_eq(r.nodes[0], 0);
+    ck_assert_uint_eq(r.nodes[1], 2);
+    ck_assert_uint_eq(r.placement.node, 0);
+    ck_assert_uint_eq(r.placement.ngpus, 8);
+    ck_assert(!fits(s, req_slice(5, 0))); /* node 1 still has only 4 */
+    ck_assert(fits(s, req_slice(4, 0)));
+    /* three replicas never fit (node 1 never empties) */
+    ck_assert_int_eq(crater_sched_reserve_gang(s, &head, 3, ends, 2, &r, &err),
+                     -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
+    ck_assert_int_eq(crater_sched_reserve_gang(s, &head, 2, ends, 2, &r, &err),
+                     0);
+    /* a long job goes to node 1; one ending by 3000 anywhere */
+    ck_assert_int_eq(crater_sched_place_backfill(s,
+                                                 &one,
+                                                 0,
+                                                 5000,
+                                                 &r,
+                                                 &p,
+                                                 &v,
+                                                 &err),
+                     0);
+    ck_assert_uint_eq(p.node, 1);
+    ck_assert_int_eq(v, CRATER_BACKFILL_EXTRA);
+    ck_assert_int_eq(crater_sched_place_backfill(s,
+                                                 &one,
+                                                 0,
+                                                 3000,
+                                                 &r,
+                                                 &p,
+                                                 &v,
+                                                 &err),
+                     0);
+    ck_assert_int_eq(v, CRATER_BACKFILL_BEFORE_SHADOW);
+    /* a gang behind it: two one-GPU replicas fit on node 1 only */
+    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
+                                                      &one,
+                                                      2,
+                                                      100,
+                                                      0,
+                                                      5000,
+                                                      &r,
+                                                      out,
+                                                      &err),
+                     0);
+    ck_assert_uint_eq(out[0].node, 1);
+    ck_assert_uint_eq(out[1].node, 1);
+    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
+                                                      &one,
+                                                      2,
+                                                      200,
+                                                      0,
+                                                      5000,
+                                                      &r,
+                                                      out,
+                                                      &err),
+                     0);
+    /* node 1 is full now: a third gang fits nowhere: -1 */
+    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
+                                                      &one,
+                                                      2,
+                                                      300,
+                                                      0,
+                                                      5000,
+                                                      &r,
+                                                      out,
+                                                      &err),
+                     -1);
+    ck_assert(!fits(s, one));
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* A gang that fits only on the head's node waits (1), nothing held. */
+START_TEST(gang_backfill_refused_on_head_node)
+{
+    crater_sched_t *s = nodes(2);
+    crater_request_t head = req_slice(8, 0), two = req_slice(2, 0);
+    crater_task_end_t ends[] = {{1, 3000}};
+    crater_reservation_t r;
+    crater_placement_t out[2];
+    crater_error_t err;
+
+    run_on(s, 1, 0, 4);
+    run_on(s, 2, 1, 8); /* no limit */
+    ck_assert_int_eq(crater_sched_reserve(s, &head, ends, 1, &r, &err), 0);
+    ck_assert_uint_eq(r.placement.node, 0);
+    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
+                                                      &two,
+                                                      2,
+                                                      100,
+                                                      0,
+                                                      5000,
+                                                      &r,
+                                                      out,
+                                                      &err),
+                     1);
+    ck_assert_ptr_nonnull(strstr(err.text, "delay"));
+    ck_assert(fits(s, req_slice(4, 0))); /* nothing was kept */
+    /* ending by the shadow time, it goes */
+    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
+                                                      &two,
+                                                      2,
+                                                      100,
+                                                      0,
+                                                      3000,
+                                                      &r,
+                                                      out,
+                                                      &err),
+                     0);
+    crater_sched_destroy(s);
+}
+END_TEST
+
 /* Both entry points (a list in any order, a heap: a sorted array is one)
  * give the reservation the definition gives, and leave the core as it
  * was. 200 random clusters, every head shape that fits nowhere now. */
@@ -381,6 +517,8 @@ int main(void)
     tcase_add_test(tc, verdicts_on_the_head_node);
     tcase_add_test(tc, placed_away_from_the_head_node);
     tcase_add_test(tc, reservation_matches_definition);
+    tcase_add_test(tc, gang_head_reservation);
+    tcase_add_test(tc, gang_backfill_refused_on_head_node);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
