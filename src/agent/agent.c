@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/discover.h"
 #include "agent/internal.h"
-#include "crater/discover.h"
 #include "crater/doc.h"
 #include "crater/hwfile.h"
 #include "crater/log.h"

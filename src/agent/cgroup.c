@@ -18,7 +18,7 @@
  * that a v1 task gets no directory in a hierarchy where it would only
  * repeat the agent's settings (v1_skip()).
  */
-#include "crater/cgroup.h"
+#include "agent/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -27,7 +27,7 @@
  * port that no other GPU shares; the root port is shared by all GPUs
  * behind one switch, which is the grouping the topology score wants.
  */
-#include "crater/discover.h"
+#include "agent/discover.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -38,8 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/nvml.h"
 #include "crater/log.h"
-#include "crater/nvml.h"
 
 #define MAX_NUMA 64 /* hardware-file limit on cpus[] and memory[] */
 

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "crater/discover.h"
+#include "agent/discover.h"
 #include "crater/log.h"
 
 #define MAX_DISKS 256      /* the hardware-file limit */

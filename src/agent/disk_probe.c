@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crater/discover.h"
+#include "agent/discover.h"
 #include "crater/log.h"
 
 #define RANDOM_BS 4096u

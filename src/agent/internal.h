@@ -18,12 +18,12 @@
 #include <sys/types.h>
 
 #include "agent/agent.h"
-#include "crater/cgroup.h"
+#include "agent/cgroup.h"
+#include "agent/nvml.h"
+#include "agent/sampler.h"
 #include "crater/client.h"
 #include "crater/model.h"
-#include "crater/nvml.h"
 #include "crater/proto.h"
-#include "crater/sampler.h"
 
 /* Spare task directories an agent keeps at most (spare.c). */
 #define SPARE_MAX 1024

@@ -20,7 +20,7 @@
  * reach every other such GPU. Bus ids of all GPUs are read at open so a
  * remote address can be mapped to a local index.
  */
-#include "crater/nvml.h"
+#include "agent/nvml.h"
 
 #include <ctype.h>
 #include <dlfcn.h>

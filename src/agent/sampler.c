@@ -12,7 +12,7 @@
  * like the kernel's format is an error naming file and line, never skipped,
  * because a misread counter would silently misplace jobs.
  */
-#include "crater/sampler.h"
+#include "agent/sampler.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -37,10 +37,10 @@
 #include "crater/queue.h"
 #include "crater/reserve.h"
 #include "crater/sched.h"
-#include "crater/store.h"
 #include "crater/typhist.h"
 #include "daemon/daemon.h"
 #include "daemon/lifecycle.h"
+#include "store/store.h"
 
 /* Store layout (keys sort by id: ids are zero-padded). */
 #define KEY_JOBS "/crater/jobs/"

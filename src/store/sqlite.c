@@ -45,7 +45,7 @@
 #include <unistd.h>
 
 #include "crater/log.h"
-#include "crater/store.h"
+#include "store/store.h"
 
 #define RCONN_MAX 8
 #define RCONN_WAIT_S 10

@@ -9,7 +9,7 @@
  * two events for one key; the scan is linear because transactions are small
  * (a job, its index entries).
  */
-#include "crater/store.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

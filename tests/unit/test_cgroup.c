@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crater/cgroup.h"
+#include "agent/cgroup.h"
 
 static char root[64];
 

@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include "agent/internal.h"
+#include "agent/nvml.h"
 #include "crater/log.h"
-#include "crater/nvml.h"
 #include "crater/proto.h"
 
 #define MIB (1ull << 20)

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crater/discover.h"
+#include "agent/discover.h"
+#include "agent/nvml.h"
 #include "crater/doc.h"
 #include "crater/hwfile.h"
-#include "crater/nvml.h"
 
 #define GB 1000000000ull
 #define GIB (1ull << 30)

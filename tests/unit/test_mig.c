@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "agent/internal.h"
-#include "crater/nvml.h"
+#include "agent/nvml.h"
 #include "crater/proto.h"
 
 #define MIB (1ull << 20)

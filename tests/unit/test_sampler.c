@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crater/sampler.h"
+#include "agent/sampler.h"
 
 #define PROC CRATER_SOURCE_DIR "/tests/data/proc"
 

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crater/store.h"
+#include "store/store.h"
 
 static char dir[64];
 static char dbpath[128];
