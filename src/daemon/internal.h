@@ -129,6 +129,7 @@ typedef struct djob {
      * attempt idle_attempt (not stored: a restart starts over) */
     crater_idle_t idle;
     uint32_t idle_attempt;
+    bool cost_capped; /* cost.c: stopped for its costCap (not stored) */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -277,6 +278,8 @@ struct crater_daemon {
     size_t hist_n;
     int64_t hist_next_ms;
     crater_metric_t *m_store[5]; /* store revision, size (history.c) */
+    struct dcost *cost;          /* cost.c: the ledger and its state */
+    struct daudit *audit;        /* audit.c: the audit log */
 };
 
 /* ---- time ---------------------------------------------------------------- */
