@@ -551,6 +551,18 @@ int cost_metrics_setup(crater_daemon_t *d, crater_error_t *err)
     return c->m_meas && c->m_cost && c->m_idle ? 0 : -1;
 }
 
+/* Measured GPU memory over the node's GPU memory. */
+static double gpu_mem_share(const crater_node_t *m, const crater_node_util_t *u)
+{
+    uint64_t used = 0, total = 0;
+
+    for (size_t g = 0; g < m->ngpus && g < CRATER_MAX_GPUS_PER_NODE; g++) {
+        used += u->gpu_used_mib[g];
+        total += m->gpus[g].memory_bytes >> 20;
+    }
+    return total ? (double)used / (double)total : 0;
+}
+
 static void publish_measured(crater_daemon_t *d, const dnode_t *n)
 {
     const crater_node_t *m = node_model(d, n->sid);
@@ -575,10 +587,14 @@ static void publish_measured(crater_daemon_t *d, const dnode_t *n)
                           n->util.gpu[g]);
         gpu += n->util.gpu[g];
     }
-    if (m->ngpus)
+    if (m->ngpus) {
         crater_metric_set(d->cost->m_meas,
                           (const char *[]){n->name, "gpu"},
                           gpu / (double)m->ngpus);
+        crater_metric_set(d->cost->m_meas,
+                          (const char *[]){n->name, "gpu_memory"},
+                          gpu_mem_share(m, &n->util));
+    }
 }
 
 /* Counters re-derived from the ledger at each scrape: set to the total

@@ -449,6 +449,7 @@ char *metrics_render(crater_daemon_t *d, size_t *len)
     pthread_mutex_lock(&d->mu);
     publish(d);
     cost_metrics_publish(d);
+    ops_metrics_publish(d);
     pthread_mutex_unlock(&d->mu);
     history_metrics_publish(d); /* no lock: the store's own atomics */
     return crater_metrics_render(d->metrics, len);

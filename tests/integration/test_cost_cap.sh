@@ -142,6 +142,11 @@ echo "$m" | grep -q '^crater_resource_capability_allocation{' \
     && ok || bad "no allocation series"
 echo "$m" | grep -q '^crater_cost_micros_total{tenant="default",basis="allocation"}' \
     && ok || bad "no cost counter: $(echo "$m" | grep crater_cost)"
+echo "$m" | grep -q '^crater_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs"} [1-9]' \
+    && ok || bad "no request latency histogram"
+for name in crater_queue_oldest_wait_seconds crater_overcommit_watermark crater_store_commit_seconds_count; do
+    echo "$m" | grep -q "^$name" && ok || bad "no $name"
+done
 if command -v promtool >/dev/null; then
     echo "$m" | promtool check metrics >"$tmp/promtool.out" 2>&1 \
         && ok || { bad "promtool check metrics"; cat "$tmp/promtool.out"; }
