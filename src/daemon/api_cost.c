@@ -275,7 +275,7 @@ static json_t *answer(crater_daemon_t *d, query_t *q)
         }
     for (size_t i = 0; items && i < q->n; i++)
         json_array_append_new(items, entry_json(q, &q->e[i]));
-    return json_pack("{s:s, s:s, s:I, s:I, s:o}",
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}",
                      "currency",
                      d->cfg.cost.currency,
                      "basis",
@@ -286,6 +286,8 @@ static json_t *answer(crater_daemon_t *d, query_t *q)
                      (json_int_t)q->start,
                      "end_ms",
                      (json_int_t)q->end,
+                     "stored_ms",
+                     (json_int_t)cost__stored_ms(d),
                      "items",
                      items);
 }

@@ -194,6 +194,8 @@ static void audit_request(wrap_t *w,
                                          w->action,
                                          "status",
                                          resp->status));
+        if (resp->status == 200 && !resp->body) /* answered at its commit */
+            json_object_set_new(o, "status", json_string("on commit"));
         write_line(d, o);
     }
     pthread_mutex_unlock(&d->mu);

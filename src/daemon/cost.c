@@ -43,6 +43,8 @@ typedef struct dcost {
     int64_t *last_ms;      /* per node sid: the last heartbeat charged */
     size_t nlast;
     int64_t flushed_ms;
+    int64_t stored_ms; /* flushed_ms of the last flush on disk (atomic:
+                          set by the store's writer thread) */
     int64_t expired_ms;
     crater_metric_t *m_meas, *m_cost, *m_idle;
 } dcost_t;
@@ -269,10 +271,71 @@ static void check_caps(crater_daemon_t *d,
 
 /* ---- persistence -------------------------------------------------------- */
 
+/* {job id: tenant} of a row's jobs, so that a restart knows whose they
+ * were after the jobs themselves expired (new reference; NULL: none). */
+static json_t *row_owners(crater_daemon_t *d, const crater_cost_row_t *row)
+{
+    json_t *o = json_object();
+    char id[24];
+
+    for (size_t k = 0; o && k < row->njobs; k++) {
+        const crater_cost_total_t *t =
+            crater_ledger_total(d->cost->ledger, row->jobs[k].job);
+        snprintf(id, sizeof(id), "%" PRIu64, row->jobs[k].job);
+        if (t && *t->tenant)
+            json_object_set_new(o, id, json_string(t->tenant));
+    }
+    return o;
+}
+
+static void load_owners(crater_daemon_t *d, json_t *owners)
+{
+    const char *id;
+    json_t *v;
+
+    json_object_foreach(owners, id, v)
+    {
+        uint64_t job = strtoull(id, NULL, 10);
+        if (job && json_is_string(v))
+            crater_ledger_set_owner(d->cost->ledger,
+                                    job,
+                                    json_string_value(v),
+                                    json_string_value(v));
+    }
+}
+
+/* An empty transaction whose callback runs once every write queued before
+ * it is on disk (the writer commits in order). */
+static void persist_commit_marker(crater_daemon_t *d,
+                                  crater_store_done_f cb,
+                                  void *arg)
+{
+    crater_txn_t *t = crater_txn_create();
+    crater_error_t err;
+
+    if (t && crater_store_commit_async(d->store, t, cb, arg, &err) < 0)
+        crater_log(LOG_WARNING, "cost: cannot queue a marker: %s", err.text);
+}
+
+/* The writer commits in order: when the last row of a flush is on disk,
+ * all of them are. */
+static void flush_done(int rc, int64_t rev, const crater_error_t *err, void *a)
+{
+    dcost_t *c = a;
+
+    (void)rev;
+    (void)err;
+    if (rc == 0)
+        __atomic_store_n(&c->stored_ms,
+                         __atomic_load_n(&c->flushed_ms, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELEASE);
+}
+
 static void flush_rows(crater_daemon_t *d, int64_t now)
 {
     size_t n;
     const crater_cost_row_t *rows = crater_ledger_rows(d->cost->ledger, &n);
+    size_t last = n;
     char key[96];
 
     for (size_t i = 0; i < n; i++) {
@@ -282,15 +345,19 @@ static void flush_rows(crater_daemon_t *d, int64_t now)
             continue;
         if ((node = node_by_sid(d, rows[i].node)))
             json_object_set_new(v, "node_name", json_string(node->name));
+        json_object_set_new(v, "owners", row_owners(d, &rows[i]));
         snprintf(key,
                  sizeof(key),
                  KEY_COST "%013" PRId64 "/%06" PRIu32,
                  rows[i].hour_ms,
                  rows[i].node);
+        last = i;
         persist_put_json(d, key, v, NULL, NULL);
     }
     crater_ledger_clean(d->cost->ledger);
-    d->cost->flushed_ms = now;
+    __atomic_store_n(&d->cost->flushed_ms, now, __ATOMIC_RELEASE);
+    if (last < n) /* an empty write after the rows: its callback says */
+        persist_commit_marker(d, flush_done, d->cost);
 }
 
 /* Rows past cost.retention leave memory and the store, hourly. */
@@ -387,6 +454,8 @@ static void load_rows(crater_daemon_t *d)
         json_t *v = json_loadb(l.items[i].value, l.items[i].len, 0, NULL);
         if (!v || crater_ledger_load_row(d->cost->ledger, v, &err) < 0)
             crater_log(LOG_WARNING, "cost: skipped %s", l.items[i].key);
+        else
+            load_owners(d, json_object_get(v, "owners"));
         json_decref(v);
     }
     crater_skv_list_free(&l);
@@ -633,6 +702,11 @@ void cost_metrics_publish(crater_daemon_t *d)
     for (size_t i = 0; i < d->nnodes; i++)
         publish_measured(d, d->nodes[i]);
     publish_costs(d);
+}
+
+int64_t cost__stored_ms(crater_daemon_t *d)
+{
+    return d->cost ? __atomic_load_n(&d->cost->stored_ms, __ATOMIC_ACQUIRE) : 0;
 }
 
 int64_t cost__job_spent(crater_daemon_t *d, const djob_t *j)

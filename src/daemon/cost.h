@@ -52,6 +52,8 @@ int cost_admit(struct crater_daemon *d,
 int64_t cost__job_spent(struct crater_daemon *d, const struct djob *j);
 const crater_ledger_t *cost__ledger(struct crater_daemon *d);
 int64_t cost__rated(struct crater_daemon *d, const char *tenant, int64_t v);
+/* When the ledger's changed rows were last queued to the store (ms). */
+int64_t cost__stored_ms(struct crater_daemon *d);
 
 /* Register GET /api/v1/cost (api_cost.c). */
 int api_cost_routes(struct crater_daemon *d, crater_error_t *err);
