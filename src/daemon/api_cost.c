@@ -8,7 +8,8 @@
  * spirit: one entry per name and step with cpuCost, gpuCost, ramCost,
  * diskCost and totalCost in the currency, plus the integer micro-units
  * and an "__idle__" entry (admins only) so that an admin's entries of a
- * step add up to the nodes' cost exactly. A user sees its tenant's jobs.
+ * step add up to the nodes' cost exactly (list prices). A user sees its
+ * tenant's jobs, at its cost.tenantRates factor.
  *
  * Workload: an operator's or a dashboard's query, a few per minute; the
  * rows are scanned once and entries found by a linear search (hundreds).
@@ -130,7 +131,7 @@ static int add_row(crater_daemon_t *d, query_t *q, const crater_cost_row_t *row)
             add_charge(d,
                        e,
                        &row->jobs[k],
-                       t ? t->tenant : NULL,
+                       q->tenant, /* a user's view: at its rate */
                        q->agg == AGG_RES ? r : -1);
         }
     }
