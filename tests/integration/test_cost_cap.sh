@@ -92,6 +92,27 @@ c describe job "$id" | grep -q "^Cost: .*cap 3.000000 (reached)" \
 for _ in $(seq 1 50); do [ "$(copies)" = 0 ] && break; sleep 0.1; done
 [ "$(copies)" = 0 ] && ok || bad "$(copies) task processes left after the cap"
 
+# ---- a checkpointing job (the C client) gets the cost-cap notice and saves --------
+if [ -x "${CKPT_TOY_TRAIN_BIN:-}" ]; then
+    mkdir -m 1777 "$tmp/ck"
+    cat >"$tmp/toy.yaml" <<Y
+name: toy
+costCap: 0.5
+gracePeriod: 30s
+checkpoint: {dir: $tmp/ck/toy}
+command: [sh, -c, 'trap : TERM; "\$@"', $mark, $CKPT_TOY_TRAIN_BIN, $tmp/ck/toy, "1000000", "20", "2000"]
+resources: {cpu: 100m, memory: 64Mi}
+Y
+    yid=$(c submit -f "$tmp/toy.yaml" -o json | jq -r .id)
+    wait_for 60 "$yid" '.state == "cancelled" and .logs_complete' && ok || bad "checkpointing job stopped at its cap"
+    c logs "$yid" --stream stderr | grep -q "^toy_train: notice: cost-cap, [0-9]* ms left; saved step [0-9]*$" \
+        && ok || bad "no cost-cap notice: $(c logs "$yid" --stream stderr | tail -n 3)"
+    job "$yid" | jq -e '.reason | startswith("cost cap")' >/dev/null \
+        && ok || bad "toy reason: $(job "$yid" | jq -c .reason)"
+else
+    echo "SKIP: checkpointing job at its cap (CKPT_TOY_TRAIN_BIN unset)"
+fi
+
 # ---- an uncapped job is charged and runs on -------------------------------------
 id2=$(submit free 0 "sleep 60")
 wait_for 10 "$id2" '.state == "running" and .cost.total > 0' && ok || bad "uncapped job charged"
