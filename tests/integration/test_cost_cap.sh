@@ -4,12 +4,14 @@
 # heartbeats, a job of 1 core with costCap 3 is stopped by craterd with
 # reason "cost cap" (state cancelled, its history names the amounts) well
 # before its `sleep 60` ends; its cost shows in the API, in `crater
-# describe` and in jobs/{id}/metrics; GET /api/v1/cost by job and by node
-# has an __idle__ row and, per node-hour, the entries add up to the node's
-# cost; a tenant over its budget has submissions refused with a clear
-# error; the audit log records the submissions and the token creation
-# (admin only); `crater cost` prints a table. Every wait is for a state,
-# with a deadline; no task process is left.
+# describe` and in jobs/{id}/metrics; a checkpointing job (the C client)
+# gets the cost-cap notice and saves; GET /api/v1/cost by job and by node
+# agree and have an __idle__ row; a tenant over its budget has submissions
+# refused with a clear error; the audit log records submissions, cancels
+# and the token creation (admin only); the metrics pass promtool; after
+# kill -9 and a restart the ledger and its owners are back, an expired
+# rotated audit log is removed and a recent one read. Every wait is for a
+# state, with a deadline; no task process is left.
 set -uo pipefail
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
@@ -191,7 +193,17 @@ done
 total=$(api "/api/v1/cost?window=2h&aggregate=tenant" | jq '[.items[] | select(.name != "__idle__") | .totalCostMicros] | add')
 { kill -9 "$up"; wait "$up"; } 2>/dev/null
 up=""
+# rotated audit logs: one past server.auditLogRetention (365d) goes at the
+# start, a recent one is kept and read back before the current file
+now=$(date +%s%3N)
+echo '{"action":"ancient","actor":"admin","time_ms":1}' >"$tmp/var/audit-$((now - 400 * 86400000)).log"
+echo '{"action":"rotated.kept","actor":"admin","time_ms":2}' >"$tmp/var/audit-$((now - 86400000)).log"
 start_up up2
+[ ! -e "$tmp/var/audit-$((now - 400 * 86400000)).log" ] && ok || bad "expired audit log kept"
+api "/api/v1/audit" | jq -e '.items[0].action == "rotated.kept" and ([.items[].action] | index("ancient") == null) and ([.items[] | select(.action == "token.create")] | length == 1)' >/dev/null \
+    && ok || bad "audit after restart: $(api '/api/v1/audit' | jq -c '[.items[].action]')"
+api "/api/v1/audit?action=token.create&limit=1" | jq -e '(.items | length) == 1' >/dev/null \
+    && ok || bad "audit filter: $(api '/api/v1/audit?action=token.create&limit=1')"
 job "$id" | jq -e --argjson b "$before" '.cost.total_micros == $b' >/dev/null \
     && ok || bad "capped job's cost after restart: $(job "$id" | jq -c .cost) (was $before)"
 again=$(api "/api/v1/cost?window=2h&aggregate=tenant" | jq '[.items[] | select(.name != "__idle__") | .totalCostMicros] | add')
