@@ -27,7 +27,7 @@ declare -A dir_floor=(
 declare -A hdr_floor=(
     [error]=1 [log]=1 [units]=1 [doc]=1 [dec]=1 [kind]=1 [privdir]=1
     [ckpt]=1 [gpuslice]=1
-    [model]=2 [config]=2 [jobspec]=2 [profile]=2 [kb]=2 [priority]=2 [idle]=2
+    [model]=2 [config]=2 [jobspec]=2 [profile]=2 [kb]=2 [priority]=2 [idle]=2 [cost]=2
     [hwfile]=3 [proto]=3
     [sched]=4 [queue]=4 [pass]=4 [reserve]=4 [typhist]=4 [fgd]=4 [bound]=4
     [http]=5 [client]=5 [auth]=5 [metrics]=5 [sim]=5 [replay]=5

@@ -38,6 +38,14 @@ typedef enum crater_store_backend {
     CRATER_STORE_ETCD,
 } crater_store_backend_t;
 
+/* What a job's cost (its cap, a tenant's budget, the default report) is
+ * counted in (crater/cost.h). */
+typedef enum crater_cost_basis {
+    CRATER_BASIS_ALLOCATION, /* max(request, measured use) */
+    CRATER_BASIS_USAGE,      /* measured use */
+    CRATER_BASIS_BILLING,    /* Slurm TRESBillingWeights units */
+} crater_cost_basis_t;
+
 typedef struct crater_config {
     struct {
         struct {
@@ -97,6 +105,7 @@ typedef struct crater_config {
         char *task_uid_range;    /* server.taskUidRange, "FIRST-LAST"|none */
         uint64_t max_body_bytes; /* server.maxBodySize */
         uint64_t decision_log_retention_ms;  /* server.decisionLogRetention */
+        uint64_t audit_log_retention_ms;     /* server.auditLogRetention */
         uint64_t job_retention_ms;           /* server.jobRetention */
         uint32_t max_connections;            /* server.maxConnections */
         uint32_t max_connections_per_client; /* ...PerClient, 0 = none */
@@ -116,6 +125,25 @@ typedef struct crater_config {
         char **etcd_endpoints;          /* store.etcdEndpoints */
         uint64_t history_retention_ms;  /* store.historyRetention, 0 = all */
     } store;
+    struct {
+        char *currency;            /* cost.currency */
+        crater_cost_basis_t basis; /* cost.basis */
+        double gpu_hour;           /* cost.gpuHour, 0 = derive */
+        double gpu_sm_hour;        /* cost.gpuSmHour */
+        double gpu_hbm_tbps_hour;  /* cost.gpuHbmTBpsHour */
+        json_t *gpu_models;        /* cost.gpuModels {model: price} */
+        double cpu_core_hour;      /* cost.cpuCoreHour */
+        double memory_gib_hour;    /* cost.memoryGiBHour */
+        double disk_kiops_hour;    /* cost.diskKiopsHour */
+        double disk_gbps_hour;     /* cost.diskGBpsHour */
+        json_t *tenant_rates;      /* cost.tenantRates {tenant: factor} */
+        json_t *tenant_budgets;    /* cost.tenantBudgets {tenant: amount} */
+        uint64_t budget_window_ms; /* cost.budgetWindow */
+        char *billing_weights;     /* cost.billingWeights, "none" */
+        bool billing_max_tres;     /* cost.billingMaxTres */
+        double billing_unit_hour;  /* cost.billingUnitHour */
+        uint64_t retention_ms;     /* cost.retention */
+    } cost;
     json_t *kb_override; /* hardware_knowledge_base.override, raw; applied
                             with crater_kb_override() (owned reference) */
 } crater_config_t;

@@ -154,9 +154,11 @@ typedef enum crater_proto_notice {
     CRATER_NOTICE_IDLE,       /* "idle": idle-GPU reclaim */
     CRATER_NOTICE_MEMORY,     /* "memory": the GPU safety watermark */
     CRATER_NOTICE_TIME_LIMIT, /* "time-limit" */
+    CRATER_NOTICE_COST_CAP,   /* "cost-cap": its costCap was reached (a
+                                 cancellation that may checkpoint) */
 } crater_proto_notice_t;
 
-#define CRATER_NOTICE_COUNT (CRATER_NOTICE_TIME_LIMIT + 1)
+#define CRATER_NOTICE_COUNT (CRATER_NOTICE_COST_CAP + 1)
 
 /* "none", "priority", "drain", "idle", "memory", "time-limit"; "?"
  * outside the enum. Static strings. */

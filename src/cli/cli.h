@@ -52,6 +52,7 @@ int cli_explain(int argc, char **argv);
 int cli_logs(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_top(int argc, char **argv);
+int cli_cost(int argc, char **argv);
 int cli_nodes(int argc, char **argv);
 int cli_token(int argc, char **argv);
 

@@ -31,6 +31,7 @@ static const struct cli_cmd commands[] = {
     {"logs", cli_logs, "a job's output: logs ID [-f]"},
     {"cancel", cli_cancel, "cancel a job"},
     {"top", cli_top, "per-node utilisation of GPU, CPU, memory, disk"},
+    {"cost", cli_cost, "cost by job|tenant|user|node|resource over a window"},
     {"nodes", cli_nodes, "nodes cordon|uncordon|drain NAME (admin)"},
     {"token", cli_token, "token create --role user --tenant T (admin)"},
     {"version", cli_version, "print the version"},

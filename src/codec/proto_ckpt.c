@@ -21,6 +21,7 @@ static const char *const notice_names[] = {
     [CRATER_NOTICE_IDLE] = "idle",
     [CRATER_NOTICE_MEMORY] = "memory",
     [CRATER_NOTICE_TIME_LIMIT] = "time-limit",
+    [CRATER_NOTICE_COST_CAP] = "cost-cap",
 };
 
 const char *crater_proto_notice_name(crater_proto_notice_t n)

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crater/cost.h"
 #include "crater/doc.h"
 #include "crater/kb.h"
 #include "crater/units.h"
@@ -46,6 +47,7 @@ typedef enum row_type {
     T_ENUM,     /* an enum member, stored as int */
     T_STRV,     /* char **, NULL-terminated */
     T_KB,       /* json_t *, a hardware knowledge base override list */
+    T_MAP,      /* json_t *, an object of name: number in [min, max] */
 } row_type_t;
 
 enum {
@@ -75,12 +77,17 @@ static const char *const migration_names[] = {"conservative",
                                               NULL};
 static const char *const backend_names[] = {"sqlite", "etcd", NULL};
 static const char *const typical_names[] = {"learned", "prior", "off", NULL};
+static const char *const basis_names[] = {"allocation",
+                                          "usage",
+                                          "billing",
+                                          NULL};
 
 static int check_listen(crater_dec_t *d, const void *field);
 static int check_policy(crater_dec_t *d, const void *field);
 static int check_urls(crater_dec_t *d, const void *field);
 static int check_uid_range(crater_dec_t *d, const void *field);
 static int check_abs_path(crater_dec_t *d, const void *field);
+static int check_billing(crater_dec_t *d, const void *field);
 
 /* Section names: mappings that group rows. */
 static const char *const sections[] = {"scheduler",
@@ -92,6 +99,7 @@ static const char *const sections[] = {"scheduler",
                                        "server",
                                        "logs",
                                        "store",
+                                       "cost",
                                        "hardware_knowledge_base",
                                        NULL};
 
@@ -302,6 +310,10 @@ static const row_t rows[] = {
  F(server.decision_log_retention_ms), "30d", 3600e3, 3650 * DAY_MS, 0, NULL,
  NULL, "How long scheduling decisions are kept (30 days leaves time to "
  "investigate intermittent failures)."},
+{"server.auditLogRetention", T_DURATION,
+ F(server.audit_log_retention_ms), "365d", 3600e3, 3650 * DAY_MS, 0, NULL,
+ NULL, "How long the audit log (who submitted, cancelled, drained, made "
+ "tokens or changed quotas, from where) is kept."},
 
 {"server.maxConnections", T_UINT, F(server.max_connections), "4096", 16,
  1000000, 0, NULL, NULL,
@@ -372,6 +384,54 @@ static const row_t rows[] = {
  "periodic auto-compaction does; a forgotten job's history goes this long "
  "after it. 0 = never compact (the history grows without bound)."},
 
+{"cost.currency", T_STRING, F(cost.currency), "USD", 0, 0, 0, NULL, NULL,
+ "Currency the prices are in (a label: amounts are kept in micro-units "
+ "of it, never as floating point)."},
+{"cost.basis", T_ENUM, F(cost.basis), "allocation", 0, 0, 0, basis_names,
+ NULL, "What costCap, tenant budgets and `crater cost` count by default: "
+ "allocation (max of request and measured use), usage (measured use) or "
+ "billing (billingWeights units x billingUnitHour)."},
+{"cost.gpuHour", T_DOUBLE, F(cost.gpu_hour), "0", 0, 1e6, 0, NULL, NULL,
+ "Price of a GPU-hour for models not in gpuModels; 0: derive it from the "
+ "GPU's capability (gpuSmHour x SMs + gpuHbmTBpsHour x HBM TB/s)."},
+{"cost.gpuSmHour", T_DOUBLE, F(cost.gpu_sm_hour), "0.01", 0, 1e4, 0, NULL,
+ NULL, "Derived GPU price: per streaming multiprocessor-hour."},
+{"cost.gpuHbmTBpsHour", T_DOUBLE, F(cost.gpu_hbm_tbps_hour), "0.5", 0, 1e4,
+ 0, NULL, NULL, "Derived GPU price: per TB/s of memory bandwidth-hour."},
+{"cost.gpuModels", T_MAP, F(cost.gpu_models), "{}", 0, 1e6, 0, NULL, NULL,
+ "Price of a GPU-hour per model (knowledge-base key, e.g. "
+ "`{h100-sxm5-80gb: 2.5}`); wins over gpuHour and the derivation."},
+{"cost.cpuCoreHour", T_DOUBLE, F(cost.cpu_core_hour), "0.04", 0, 1e4, 0,
+ NULL, NULL, "Price of a CPU core-hour (a hardware thread counts as a "
+ "core)."},
+{"cost.memoryGiBHour", T_DOUBLE, F(cost.memory_gib_hour), "0.005", 0, 1e4,
+ 0, NULL, NULL, "Price of a GiB-hour of memory."},
+{"cost.diskKiopsHour", T_DOUBLE, F(cost.disk_kiops_hour), "0", 0, 1e4, 0,
+ NULL, NULL, "Price of 1,000 disk IOPS for an hour."},
+{"cost.diskGBpsHour", T_DOUBLE, F(cost.disk_gbps_hour), "0", 0, 1e4, 0,
+ NULL, NULL, "Price of 1 GB/s of disk bandwidth for an hour."},
+{"cost.tenantRates", T_MAP, F(cost.tenant_rates), "{}", 0, 100, 0, NULL,
+ NULL, "Per-tenant price override, as a factor on every price "
+ "(`{research: 0.5}`: research pays half); the ledger's invariant is kept "
+ "at list prices."},
+{"cost.tenantBudgets", T_MAP, F(cost.tenant_budgets), "{}", 0, 1e12, 0,
+ NULL, NULL, "Per-tenant budget over budgetWindow (`{research: 1000}`): a "
+ "tenant that has spent it has new submissions refused."},
+{"cost.budgetWindow", T_DURATION, F(cost.budget_window_ms), "30d", 3600e3,
+ 3650 * DAY_MS, 0, NULL, NULL, "The window tenantBudgets count over."},
+{"cost.billingWeights", T_STRING, F(cost.billing_weights), "none", 0, 0, 0,
+ NULL, check_billing, "Slurm TRESBillingWeights for the billing basis, "
+ "e.g. `CPU=1.0,Mem=0.25G,GRES/gpu=2.0` (Mem per MB, or per KB..PB with a "
+ "suffix); none: no billing basis."},
+{"cost.billingMaxTres", T_BOOL, F(cost.billing_max_tres), "false", 0, 0, 0,
+ NULL, NULL, "Bill the largest weighted TRES instead of their sum "
+ "(Slurm's PriorityFlags=MAX_TRES)."},
+{"cost.billingUnitHour", T_DOUBLE, F(cost.billing_unit_hour), "0", 0, 1e4,
+ 0, NULL, NULL, "Price of one billing unit for an hour."},
+{"cost.retention", T_DURATION, F(cost.retention_ms), "90d", 3600e3,
+ 3650 * DAY_MS, 0, NULL, NULL, "How long the hourly ledger rows are kept "
+ "(a job's totals are kept with it)."},
+
 {"hardware_knowledge_base.override", T_KB, F(kb_override), "[]", 0, 0, 0,
  NULL, NULL, "Knowledge base entries to replace or add; each names its "
  "type (gpu or cpu), its model and the values to set."},
@@ -381,7 +441,8 @@ static const row_t rows[] = {
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 _Static_assert(sizeof(crater_migration_policy_t) == sizeof(int)
                    && sizeof(crater_store_backend_t) == sizeof(int)
-                   && sizeof(crater_typical_mode_t) == sizeof(int),
+                   && sizeof(crater_typical_mode_t) == sizeof(int)
+                   && sizeof(crater_cost_basis_t) == sizeof(int),
                "T_ENUM rows store an int");
 #define MAX_STRING 1024
 #define MAX_ENDPOINTS 32
@@ -433,6 +494,7 @@ static char *format_range(const row_t *r, char *buf, size_t size)
     switch (r->type) {
     case T_FRACTION:
     case T_DOUBLE:
+    case T_MAP:
         snprintf(buf, size, "%s%g, %g]", open, r->min, r->max);
         break;
     case T_UINT:
@@ -614,6 +676,32 @@ static int dec_kb(crater_dec_t *d, json_t *v, json_t **out)
     return 0;
 }
 
+/* {name: number}: names non-empty, numbers in the row's range. */
+static int dec_map(crater_dec_t *d, const row_t *r, json_t *v, json_t **out)
+{
+    const char *name;
+    json_t *x;
+
+    if (!json_is_object(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "expected a mapping of name: number, got %s",
+                               crater_dec_typename(v));
+    json_object_foreach(v, name, x)
+    {
+        size_t mark = crater_dec_push_key(d, name);
+        double f;
+        if (!*name)
+            return crater_dec_fail(d, CRATER_EINVAL, "empty name");
+        if (dec_double(d, r, x, &f) < 0)
+            return -1;
+        crater_dec_pop(d, mark);
+    }
+    json_decref(*out);
+    *out = json_deep_copy(v);
+    return *out ? 0 : crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+}
+
 static int dec_value(crater_dec_t *d, const row_t *r, json_t *v, void *field)
 {
     uint64_t u;
@@ -646,6 +734,8 @@ static int dec_value(crater_dec_t *d, const row_t *r, json_t *v, void *field)
         return crater_dec_strv(d, v, MAX_ENDPOINTS, MAX_STRING, field, NULL);
     case T_KB:
         return dec_kb(d, v, field);
+    case T_MAP:
+        return dec_map(d, r, v, field);
     }
     return crater_dec_fail(d, CRATER_EINTERNAL, "bad row type");
 }
@@ -771,6 +861,17 @@ static int check_abs_path(crater_dec_t *d, const void *field)
     return 0;
 }
 
+/* cost.billingWeights must parse as Slurm writes it. */
+static int check_billing(crater_dec_t *d, const void *field)
+{
+    crater_billing_t b;
+    crater_error_t err;
+
+    if (crater_billing_parse(*(char *const *)field, false, &b, &err) < 0)
+        return crater_dec_fail(d, CRATER_EINVAL, "%s", err.text);
+    return 0;
+}
+
 static int check_urls(crater_dec_t *d, const void *field)
 {
     char *const *v = *(char **const *)field;
@@ -833,7 +934,7 @@ void crater_config_clear(crater_config_t *c)
             free(*(char **)field);
         else if (rows[i].type == T_STRV)
             crater_strv_free(*(char ***)field);
-        else if (rows[i].type == T_KB)
+        else if (rows[i].type == T_KB || rows[i].type == T_MAP)
             json_decref(*(json_t **)field);
     }
     memset(c, 0, sizeof(*c));
@@ -1141,6 +1242,9 @@ static json_t *enc_value(const row_t *r, const void *field)
     case T_KB:
         return *(json_t *const *)field ? json_incref(*(json_t *const *)field)
                                        : json_array();
+    case T_MAP:
+        return *(json_t *const *)field ? json_incref(*(json_t *const *)field)
+                                       : json_object();
     }
     return NULL;
 }
@@ -1198,7 +1302,8 @@ static const char *type_name(row_type_t t)
                                         [T_STRING] = "string",
                                         [T_ENUM] = "enum",
                                         [T_STRV] = "string list",
-                                        [T_KB] = "list"};
+                                        [T_KB] = "list",
+                                        [T_MAP] = "mapping"};
 
     return names[t];
 }

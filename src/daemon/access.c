@@ -26,6 +26,7 @@
 
 #include "crater/log.h"
 #include "crater/units.h"
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 dtenant_t *tenant_find(crater_daemon_t *d, const char *name)
@@ -221,6 +222,8 @@ int tenant_admit(crater_daemon_t *d,
     dtenant_t *t = tenant_find(d, tenant);
     usage_t used = {0}, want = {0};
 
+    if (cost_admit(d, tenant, err) < 0)
+        return -1;
     if (!t || !t->has_quota)
         return 0;
     for (size_t i = 0; i < d->njobs; i++)

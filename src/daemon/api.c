@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/audit.h"
 #include "daemon/buildinfo.h"
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 void api_errorf(crater_http_resp_t *resp,
@@ -247,15 +249,26 @@ int api_register(crater_daemon_t *d,
                  size_t n,
                  crater_error_t *err)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        crater_http_handler_f fn;
+        void *arg;
+        if (audit_wrap(d,
+                       routes[i].method,
+                       routes[i].path,
+                       routes[i].fn,
+                       &fn,
+                       &arg)
+            < 0)
+            return crater_errorf(err, CRATER_ENOMEM, "too many routes");
         if (crater_router_add(d->router,
                               routes[i].method,
                               routes[i].path,
-                              routes[i].fn,
-                              d,
+                              fn,
+                              arg,
                               err)
             < 0)
             return -1;
+    }
     return 0;
 }
 
@@ -272,6 +285,8 @@ int api_add_routes(crater_daemon_t *d, crater_error_t *err)
                    || api_arrays_routes(d, err) < 0
                    || api_admin_routes(d, err) < 0
                    || api_typical_routes(d, err) < 0
+                   || api_cost_routes(d, err) < 0
+                   || api_audit_routes(d, err) < 0
                ? -1
                : 0;
 }

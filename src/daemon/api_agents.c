@@ -38,6 +38,7 @@
 
 #include "crater/proto.h"
 #include "daemon/buildinfo.h"
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 #define POLL_DEFAULT_MS 30000
@@ -457,7 +458,8 @@ static void job_exited_at(crater_daemon_t *d,
         job_apply_at(d,
                      j,
                      JE_EXIT_CANCELLED,
-                     "cancelled; stopped by its agent",
+                     j->cost_capped ? "cost cap; stopped by its agent"
+                                    : "cancelled; stopped by its agent",
                      at);
         return;
     }
@@ -719,6 +721,7 @@ static void h_heartbeat(crater_http_req_t *r,
             add_sample(j, u, now);
         idle_observe(d, j, u->replica, &hb, now);
     }
+    cost_heartbeat(d, n, &hb, now);
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
 out:
     crater_proto_heartbeat_clear(&hb);

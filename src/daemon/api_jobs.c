@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 #define LIST_DEFAULT 100
@@ -889,8 +890,7 @@ static void h_events(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
 static json_t *view_metrics(crater_daemon_t *d, djob_t *j)
 {
-    (void)d;
-    return json_pack("{s:o, s:o, s:o, s:O}",
+    return json_pack("{s:o, s:o, s:o, s:O, s:o*}",
                      "job",
                      json_sprintf("%" PRIu64, j->id),
                      "start_ms",
@@ -899,7 +899,9 @@ static json_t *view_metrics(crater_daemon_t *d, djob_t *j)
                      j->finished_ms ? json_integer(j->finished_ms)
                                     : json_null(),
                      "samples",
-                     j->samples);
+                     j->samples,
+                     "cost",
+                     cost_job_json(d, j));
 }
 
 static void h_jmetrics(crater_http_req_t *r,

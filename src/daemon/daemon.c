@@ -24,6 +24,8 @@
 #include "crater/hwfile.h"
 #include "crater/log.h"
 #include "crater/privdir.h"
+#include "daemon/audit.h"
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 static uint64_t env_now(void *arg)
@@ -344,6 +346,8 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
         goto fail;
     }
     if (open_parts(d, o, err) < 0 || persist_load(d, err) < 0
+        || cost_init(d, err) < 0 || cost_metrics_setup(d, err) < 0
+        || ops_metrics_setup(d, err) < 0 || audit_init(d, err) < 0
         || first_admin(d, err) < 0
         || (o && o->hardware && load_hardware(d, o->hardware, err) < 0)
         || start_server(d, o, err) < 0 || loop_start(d, err) < 0)
@@ -427,6 +431,9 @@ void crater_daemon_stop(crater_daemon_t *d)
     free(d->share_buf);
     free(d->ends_buf);
     typical_free(d);
+    cost_free(d);
+    audit_free(d);
+    ops_metrics_free(d);
     crater_sched_destroy(d->sched);
     crater_sched_destroy(d->twin);
     crater_queue_destroy(d->queue);

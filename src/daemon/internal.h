@@ -129,6 +129,7 @@ typedef struct djob {
      * attempt idle_attempt (not stored: a restart starts over) */
     crater_idle_t idle;
     uint32_t idle_attempt;
+    bool cost_capped; /* cost.c: stopped for its costCap (not stored) */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -277,6 +278,9 @@ struct crater_daemon {
     size_t hist_n;
     int64_t hist_next_ms;
     crater_metric_t *m_store[5]; /* store revision, size (history.c) */
+    struct dcost *cost;          /* cost.c: the ledger and its state */
+    struct daudit *audit;        /* audit.c: the audit log */
+    struct dops *ops;            /* opsmetrics.c: alerting gauges */
 };
 
 /* ---- time ---------------------------------------------------------------- */
@@ -698,6 +702,11 @@ int persist_put_json(crater_daemon_t *d,
                      crater_store_done_f cb,
                      void *arg);
 int metrics_setup(crater_daemon_t *d, crater_error_t *err);
+/* opsmetrics.c: the gauges the alert rules need (setup after the store
+ * opens; publish under d->mu at each scrape; free after the store closes). */
+int ops_metrics_setup(crater_daemon_t *d, crater_error_t *err);
+void ops_metrics_publish(crater_daemon_t *d);
+void ops_metrics_free(crater_daemon_t *d);
 char *metrics_render(crater_daemon_t *d, size_t *len);
 
 #endif /* CRATER_DAEMON_INTERNAL_H */

@@ -17,6 +17,7 @@
 #include "crater/doc.h"
 #include "crater/kind.h"
 #include "crater/log.h"
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 djob_t *job_find(crater_daemon_t *d, uint64_t id)
@@ -403,6 +404,8 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
     job_ckpt_view(j, o);
     if ((idle = idle_json(d, j)))
         json_object_set_new(o, "idle", idle);
+    if ((idle = cost_job_json(d, j)))
+        json_object_set_new(o, "cost", idle);
     if (full) {
         json_object_set(o, "spec", j->spec_json);
         json_object_set(o, "history", j->history);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "crater/log.h"
+#include "daemon/cost.h"
 #include "daemon/internal.h"
 
 static void put_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
@@ -329,9 +330,10 @@ int metrics_setup(crater_daemon_t *d, crater_error_t *err)
     static const char *const rs[] = {"result", NULL};
 
     d->m_util = crater_metrics_gauge(m,
-                                     "crater_resource_capability_utilization",
+                                     "crater_resource_capability_allocation",
                                      "Share of a node's capability committed "
-                                     "to jobs (0-1)",
+                                     "to jobs (0-1); measured use is "
+                                     "crater_resource_capability_utilization",
                                      nr,
                                      err);
     d->m_queue = crater_metrics_gauge(m,
@@ -446,6 +448,8 @@ char *metrics_render(crater_daemon_t *d, size_t *len)
 {
     pthread_mutex_lock(&d->mu);
     publish(d);
+    cost_metrics_publish(d);
+    ops_metrics_publish(d);
     pthread_mutex_unlock(&d->mu);
     history_metrics_publish(d); /* no lock: the store's own atomics */
     return crater_metrics_render(d->metrics, len);

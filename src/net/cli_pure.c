@@ -1711,6 +1711,35 @@ static void idle_field(FILE *fp, const json_t *job, int64_t now_ms)
     field(fp, "Idle reclaim:", line);
 }
 
+/* "Cost:" from the job's "cost" (daemon/cost.h): its total in the basis,
+ * both bases, and the cap when it has one. */
+static void cost_field(FILE *fp, const json_t *job)
+{
+    const json_t *c = json_object_get(job, "cost");
+    char line[192];
+    int n;
+
+    if (!json_is_object(c))
+        return;
+    n = snprintf(line,
+                 sizeof(line),
+                 "%.6f %s (%s; allocation %.6f, usage %.6f)",
+                 json_number_value(json_object_get(c, "total")),
+                 json_string_value(json_object_get(c, "currency")),
+                 json_string_value(json_object_get(c, "basis")),
+                 json_number_value(json_object_get(c, "allocation")),
+                 json_number_value(json_object_get(c, "usage")));
+    if (json_is_number(json_object_get(c, "cap")) && n > 0
+        && (size_t)n < sizeof(line))
+        snprintf(line + n,
+                 sizeof(line) - (size_t)n,
+                 ", cap %.6f%s",
+                 json_number_value(json_object_get(c, "cap")),
+                 json_is_true(json_object_get(c, "capped")) ? " (reached)"
+                                                            : "");
+    field(fp, "Cost:", line);
+}
+
 int cli_print_job_describe(FILE *fp,
                            const json_t *job,
                            const json_t *explain,
@@ -1741,6 +1770,7 @@ int cli_print_job_describe(FILE *fp,
         field(fp, "Time limit:", time_limit_text(spec, buf, sizeof(buf)));
     checkpoint_field(fp, job, now_ms);
     idle_field(fp, job, now_ms);
+    cost_field(fp, job);
     rc = placement_block(fp, json_object_get(job, "placement"));
     if (rc == 0)
         rc = replicas_block(fp, json_object_get(job, "replicas"));

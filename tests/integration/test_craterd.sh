@@ -295,7 +295,7 @@ if command -v promtool >/dev/null; then
 else
     echo "SKIP: promtool not installed (Debian package prometheus)"
 fi
-grep -q "crater_resource_capability_utilization{node=\"$node\",resource=\"gpu\"}" "$tmp/metrics.txt" && ok || bad "utilization metric"
+grep -q "crater_resource_capability_allocation{node=\"$node\",resource=\"gpu\"}" "$tmp/metrics.txt" && ok || bad "allocation metric"
 grep -q '^crater_decisions_total{result="bound"} [1-9]' "$tmp/metrics.txt" && ok || bad "decisions metric"
 grep -q '^crater_preemptions_total [1-9]' "$tmp/metrics.txt" && ok || bad "preemptions metric"
 grep -q '"decision":"preempting"' "$tmp/data/decisions.log" && ok || bad "decision log"

@@ -853,6 +853,48 @@ static const char job_json[] =
     "  {\"time_ms\": 1764453600003, \"state\": \"bound\","
     "   \"reason\": \"placed on node-a (score 0.83)\"}]}";
 
+/* The Cost line: total in the basis, both bases, the cap and whether it
+ * stopped the job (daemon/cost.c's "cost"). */
+START_TEST(describe_job_cost)
+{
+    json_t *job = json_pack("{s:s, s:{s:s, s:s, s:f, s:f, s:f, s:f, s:b}}",
+                            "id",
+                            "9",
+                            "cost",
+                            "currency",
+                            "EUR",
+                            "basis",
+                            "allocation",
+                            "total",
+                            3.25,
+                            "allocation",
+                            3.25,
+                            "usage",
+                            0.5,
+                            "cap",
+                            3.0,
+                            "capped",
+                            1);
+    capture_t c;
+    const char *out;
+
+    ck_assert_int_eq(cli_print_job_describe(cap_open(&c), job, NULL, NOW), 0);
+    out = cap_close(&c);
+    ck_assert_msg(strstr(out,
+                         "Cost:         3.250000 EUR (allocation; allocation "
+                         "3.250000, usage 0.500000), cap 3.000000 "
+                         "(reached)\n"),
+                  "%s",
+                  out);
+    free(c.buf);
+    json_object_del(job, "cost");
+    ck_assert_int_eq(cli_print_job_describe(cap_open(&c), job, NULL, NOW), 0);
+    ck_assert_ptr_null(strstr(cap_close(&c), "Cost:"));
+    free(c.buf);
+    json_decref(job);
+}
+END_TEST
+
 START_TEST(describe_job_text)
 {
     json_t *job = json_loads(job_json, 0, NULL);
@@ -989,6 +1031,7 @@ static Suite *suite(void)
     tcase_add_test(text, nodes_table);
     tcase_add_test(text, top_table);
     tcase_add_test(text, describe_job_text);
+    tcase_add_test(text, describe_job_cost);
     tcase_add_test(text, describe_node_text);
     tcase_add_test(text, node_draining_never_heard);
     suite_add_tcase(s, run);

@@ -528,11 +528,12 @@ START_TEST(encode_defaults_has_every_key)
 
     ck_assert_int_eq(crater_config_defaults(&a), 0);
     ea = crater_config_encode(&a);
-    ck_assert_uint_eq(json_object_size(ea), 8);
+    ck_assert_uint_eq(json_object_size(ea), 9);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 23);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 15);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 16);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "cost")), 17);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
                                          "backend")),
@@ -568,6 +569,36 @@ static char *read_file(const char *path)
 /* doc/config.md is generated from the table. To regenerate it after
  * changing the table: CRATER_REGEN_DOCS=1 build/tests/test_config (or
  * `crater config --markdown > doc/config.md`). */
+/* The cost section: prices, per-model and per-tenant mappings, Slurm
+ * weights; a bad entry names its key and the reason. */
+START_TEST(cost_section)
+{
+    crater_config_t c;
+
+    decode_ok("cost:\n  gpuModels: {h100-sxm5-80gb: 2.5}\n"
+              "  tenantRates: {research: 0.5}\n"
+              "  billingWeights: CPU=1.0,Mem=0.25G,GRES/gpu=2.0\n"
+              "  basis: usage\n",
+              &c);
+    ck_assert(
+        json_real_value(json_object_get(c.cost.gpu_models, "h100-sxm5-80gb"))
+        == 2.5);
+    ck_assert_int_eq(c.cost.basis, CRATER_BASIS_USAGE);
+    crater_config_clear(&c);
+    ck_assert_str_eq(decode_bad("cost:\n  tenantRates: {research: -1}\n",
+                                CRATER_ERANGE),
+                     "t.yaml:2:17: cost.tenantRates.research: -1 is out of "
+                     "range [0, 100]");
+    ck_assert_str_eq(decode_bad("cost:\n  gpuModels: [a]\n", CRATER_ETYPE),
+                     "t.yaml:2:3: cost.gpuModels: expected a mapping of "
+                     "name: number, got a list");
+    ck_assert_str_eq(decode_bad("cost:\n  billingWeights: CPU=1,Disk=2\n",
+                                CRATER_EINVAL),
+                     "t.yaml:2:3: cost.billingWeights: unknown TRES 'Disk' "
+                     "(one of CPU, Mem, GRES/gpu)");
+}
+END_TEST
+
 START_TEST(doc_config_md_in_sync)
 {
     const char *path = SRC "/doc/config.md";
@@ -632,6 +663,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, kb_override_checked);
     tcase_add_test(tc, encode_decode_roundtrip);
     tcase_add_test(tc, encode_defaults_has_every_key);
+    tcase_add_test(tc, cost_section);
     tcase_add_test(tc, doc_config_md_in_sync);
     tcase_add_test(tc, load_errors);
     suite_add_tcase(s, tc);
