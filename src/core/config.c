@@ -77,6 +77,7 @@ static const char *const backend_names[] = {"sqlite", "etcd", NULL};
 static const char *const typical_names[] = {"learned", "prior", "off", NULL};
 
 static int check_listen(crater_dec_t *d, const void *field);
+static int check_gateway(crater_dec_t *d, const void *field);
 static int check_policy(crater_dec_t *d, const void *field);
 static int check_urls(crater_dec_t *d, const void *field);
 static int check_uid_range(crater_dec_t *d, const void *field);
@@ -284,6 +285,9 @@ static const row_t rows[] = {
 {"inference.batchTimeout", T_DURATION, F(inference.batch_timeout_ms), "10ms",
  0, 60e3, 0, NULL, NULL,
  "Default longest wait for a batch to fill before it is run."},
+{"inference.gateway", T_STRING, F(inference.gateway), "127.0.0.1:7481", 0, 0,
+ 0, NULL, check_gateway, "Address (HOST:PORT, port 0 = any free one) of "
+ "the inference gateway craterd runs for its services, or none."},
 
 {"server.listen", T_STRING, F(server.listen), "127.0.0.1:7480", 0, 0, 0,
  NULL, check_listen, "Address and port (HOST:PORT) of the REST API and "
@@ -707,6 +711,15 @@ static int check_policy(crater_dec_t *d, const void *field)
                            "unknown policy '%s' (one of: %s)",
                            s,
                            list);
+}
+
+static int check_gateway(crater_dec_t *d, const void *field)
+{
+    const char *s = *(char *const *)field, *colon = strrchr(s, ':');
+
+    if (strcmp(s, "none") == 0 || (colon && strcmp(colon, ":0") == 0))
+        return 0;
+    return check_listen(d, field);
 }
 
 static int check_listen(crater_dec_t *d, const void *field)
