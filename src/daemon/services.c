@@ -140,20 +140,23 @@ int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err)
         return crater_errorf_field(err,
                                    CRATER_EINVAL,
                                    "inference.port",
-                                   "not built: craterd gives each replica "
+                                   "inference.port: not built: craterd "
+                                   "gives each replica "
                                    "its own port in CRATER_SERVICE_PORT; "
                                    "leave inference.port out");
     if (spec->gang)
         return crater_errorf_field(err,
                                    CRATER_EINVAL,
                                    "gang",
-                                   "a service's replicas are placed one by "
-                                   "one; gang: true is not built for them");
+                                   "gang: a service's replicas are placed "
+                                   "one by one; gang: true is not built "
+                                   "for them");
     if (spec->narray)
         return crater_errorf_field(err,
                                    CRATER_EINVAL,
                                    "array",
-                                   "a service cannot be a job array");
+                                   "array: a service cannot be a job "
+                                   "array");
     svc_params(inf, &p);
     if (crater__as_params_check(&p, &why) < 0)
         return crater_errorf_field(err,
