@@ -69,7 +69,10 @@ typedef struct dservice {
     uint32_t loads;
     uint64_t answered_prev, unserved_prev;
     int64_t prev_ms, logged_ms;
-    json_t *decisions; /* the last SVC_DECISIONS, oldest first */
+    unsigned hold_n;       /* at least this many in traffic ... */
+    int64_t hold_until_ms; /* ... until then (svc_hold) */
+    bool hold_initial;     /* the submission's count: also until loaded */
+    json_t *decisions;     /* the last SVC_DECISIONS, oldest first */
     crater__as_decision_t last;
     bool decided;
 } dservice_t;
@@ -180,11 +183,18 @@ int service_attach(crater_daemon_t *d, djob_t *j)
     if (!(s->as = crater__as_create(&s->params, &err)))
         goto nomem;
     s->id = j->id;
+    for (size_t i = 0; i < d->njobs; i++) /* after a restart: its replicas */
+        if (d->jobs[i]->svc_id == j->id
+            && d->jobs[i]->svc_index >= s->next_index)
+            s->next_index = d->jobs[i]->svc_index + 1;
     s->initial = s->desired = j->spec->replicas;
     s->warm = j->spec->inference.warm_pool_size
                   ? j->spec->inference.warm_pool_size
                   : d->cfg.inference.warm_pool_size;
     s->created_ms = s->prev_ms = dnow_ms();
+    s->hold_n = s->initial;
+    s->hold_initial = true;
+    s->hold_until_ms = s->created_ms + s->params.stable_window_ms;
     if (d->nsvcs == d->capsvcs) {
         size_t cap = d->capsvcs ? d->capsvcs * 2 : 8;
         if (!(grown = realloc(d->svcs, cap * sizeof(*d->svcs))))
@@ -554,8 +564,12 @@ static size_t probes_list(crater_daemon_t *d, probe_t **out)
     return n;
 }
 
-static void load_measured(dservice_t *s, int64_t ms)
+static void load_measured(dservice_t *s, int64_t ms, int64_t now)
 {
+    /* the submission's count holds a stable window past its first load */
+    if (s->loads == 0 && s->hold_initial
+        && s->hold_until_ms < now + s->params.stable_window_ms)
+        s->hold_until_ms = now + s->params.stable_window_ms;
     s->load_last_ms = ms;
     s->load_sum_ms += ms;
     s->loads++;
@@ -576,7 +590,7 @@ static void probes_apply(crater_daemon_t *d,
         j->svc_ready = p[i].ok;
         if (p[i].ok && !j->svc_loaded && s && j->started_ms) {
             j->svc_loaded = true;
-            load_measured(s, now - j->started_ms);
+            load_measured(s, now - j->started_ms, now);
         }
     }
 }
@@ -603,6 +617,36 @@ static counts_t svc_counts(crater_daemon_t *d, const dservice_t *s)
         c.starting += !j->svc_ready;
     }
     return c;
+}
+
+/* What the autoscaler cannot know. The count asked at submission holds
+ * for a stable window after the first replica has loaded (the windows
+ * start empty: zero load would otherwise stop a model before it ever
+ * served).
+ * An activation (requests refused at zero) holds its count for a stable
+ * window plus the load time: the next tick sees no request waiting, and
+ * would stop the replica that is loading for them. */
+static void svc_hold(dservice_t *s,
+                     int64_t now,
+                     const counts_t *c,
+                     const crater__as_input_t *in,
+                     crater__as_decision_t *dec)
+{
+    if (c->ready == 0 && in->waiting > 0 && dec->desired > 0) {
+        s->hold_initial = false;
+        s->hold_n = dec->desired;
+        s->hold_until_ms = now + s->params.stable_window_ms + s->load_max_ms;
+        return;
+    }
+    if (dec->desired >= s->hold_n
+        || (now >= s->hold_until_ms && !(s->hold_initial && s->loads == 0)))
+        return;
+    dec->desired = s->hold_n;
+    snprintf(dec->reason,
+             sizeof(dec->reason),
+             "%s: %u held",
+             s->hold_initial ? "initial replicas" : "activation",
+             s->hold_n);
 }
 
 /* One sample of the gateway's load and a decision. */
@@ -637,12 +681,7 @@ static void svc_decide(crater_daemon_t *d,
         *dec = s->last;
         return;
     }
-    /* the count asked at submission holds for one stable window */
-    if (now - s->created_ms < s->params.stable_window_ms
-        && dec->desired < s->initial) {
-        dec->desired = s->initial;
-        snprintf(dec->reason, sizeof(dec->reason), "initial replicas held");
-    }
+    svc_hold(s, now, c, &in, dec);
 }
 
 /* ---- the plan and its actions ------------------------------------------ */
@@ -920,9 +959,13 @@ int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
     if (gw_open(d, api, err) < 0)
         return -1;
     pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; i < d->njobs; i++)
-        if (job_is_service(d->jobs[i]) && !job_state_final(d->jobs[i]->state))
-            service_attach(d, d->jobs[i]);
+    for (size_t i = 0; i < d->njobs; i++) {
+        djob_t *j = d->jobs[i];
+        /* a replica running across the restart loaded its model before */
+        j->svc_loaded = j->svc_id && job_state_holds(j->state);
+        if (job_is_service(j) && !job_state_final(j->state))
+            service_attach(d, j);
+    }
     pthread_mutex_unlock(&d->mu);
     if (pthread_create(&d->svc_thread, NULL, svc_main, d) != 0)
         return crater_errorf(err, CRATER_ENOMEM, "cannot start a thread");

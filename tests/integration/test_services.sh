@@ -45,16 +45,13 @@ wait_svc() { # wait_svc SECONDS NAME JQ_FILTER
     return 1
 }
 service() { # service NAME [EXTRA_INFERENCE_YAML [WINDOWS]] -> submit's output
-    local win=${3:-$'  stableWindow: 6s\n  panicWindow: 2s'}
+    local win=${3:-$'  minReplicas: 1\n  maxReplicas: 3\n  warmPoolSize: 1\n  stableWindow: 6s\n  panicWindow: 2s'}
     cat >"$tmp/s.yaml" <<YAML
 name: $1
 workloadType: inference
 command: [sh, -c, 'sleep 4; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 200 -t 16', $fake, $mark]
 resources: {cpu: 100m, memory: 32Mi}
 inference:
-  minReplicas: 1
-  maxReplicas: 3
-  warmPoolSize: 1
   targetConcurrency: 1
   maxBatchSize: 1
 $win
@@ -156,6 +153,18 @@ wait_svc 30 echo '.replicas.ready == 1 and .replicas.warm_ready == 1
     and ([.items[] | .url | endswith(":'"$port"'")] | any | not)' \
     && ok || bad "the dead replica was replaced"
 [ "$(infer)" = 200 ] && ok || bad "requests succeed after the replacement"
+
+# ---- scale to zero after the grace, and back on a request -------------------------
+zid=$(service zero '  scaleToZeroGrace: 1s' $'  minReplicas: 0\n  maxReplicas: 1\n  warmPoolSize: 0\n  stableWindow: 3s\n  panicWindow: 1s' \
+    | jq -r .id)
+wait_svc 30 zero '.replicas.ready == 1' && ok || bad "zero: its first replica"
+wait_svc 40 zero '.replicas.traffic == 0 and .desired == 0' && ok || bad "zero: scaled to zero"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$gw/zero/v2/models/m/infer")
+[ "$code" = 503 ] && ok || bad "zero: a request at zero is refused (got $code)"
+wait_svc 30 zero '.replicas.ready == 1' && ok || bad "zero: the refused request woke it"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$gw/zero/v2/models/m/infer")
+[ "$code" = 200 ] && ok || bad "zero: served again (got $code)"
+c cancel "$zid" >/dev/null
 
 # ---- cancelling the service stops its replicas ----------------------------------
 c cancel "$sid" >/dev/null
