@@ -267,8 +267,7 @@ static int admit(crater_daemon_t *d,
                                    "job, this one asks %u",
                                    JOB_MAX_REPLICAS,
                                    spec->replicas);
-    if (service_check_spec(spec, err) < 0
-        || tenant_admit(d, tenant, spec, err) < 0)
+    if (tenant_admit(d, tenant, spec, err) < 0)
         return -1;
     return tenant_uid(d, tenant, &uid, err); /* stored before the job */
 }
@@ -443,7 +442,9 @@ static int submit_doc(crater_daemon_t *d,
     uint64_t first = d->next_id;
 
     job_defaults(d, doc->spec, doc->norm);
-    if (after_known(d, c, doc->spec, err) < 0 || admit(d, doc->spec, err) < 0
+    if (service_check_spec(doc->spec, err) < 0
+        || service_name_free(d, doc->spec, err) < 0
+        || after_known(d, c, doc->spec, err) < 0 || admit(d, doc->spec, err) < 0
         || feasible(d, doc->spec, err) < 0)
         return -1;
     for (size_t k = 0; k < n; k++) {

@@ -138,6 +138,7 @@ typedef struct djob {
     int svc_role;
     uint32_t svc_index;
     bool svc_ready, svc_in_gw, svc_loaded;
+    bool svc_reaped; /* its end was seen by the controller */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -436,6 +437,11 @@ static inline bool job_is_service(const djob_t *j)
 /* What craterd refuses of an inference spec (a field it does not act on,
  * autoscaler parameters that do not hold); 0 for other specs. */
 int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err);
+/* No live service has spec's name (it is a route in the gateway): 0, or
+ * -1 with CRATER_EEXIST naming "name". Under d->mu. */
+int service_name_free(crater_daemon_t *d,
+                      const crater_jobspec_t *spec,
+                      crater_error_t *err);
 /* j (a service's job, durable) is served from now on. Under d->mu. */
 int service_attach(crater_daemon_t *d, djob_t *j);
 /* After persist_load: the gateway (api: the API's listen address), the

@@ -69,6 +69,8 @@ typedef struct dservice {
     uint32_t loads;
     uint64_t answered_prev, unserved_prev;
     int64_t prev_ms, logged_ms;
+    uint32_t crashes;      /* replicas ended on their own in a row */
+    int64_t next_start_ms; /* no start before (backoff after crashes) */
     unsigned hold_n;       /* at least this many in traffic ... */
     int64_t hold_until_ms; /* ... until then (svc_hold) */
     bool hold_initial;     /* the submission's count: also until loaded */
@@ -131,6 +133,41 @@ static void svc_params(const crater_inference_t *inf, crater__as_params_t *p)
     p->scale_to_zero = inf->min_replicas == 0;
 }
 
+/* The service's name is its route in the gateway: /NAME/... */
+static int check_name(const char *name, crater_error_t *err)
+{
+    size_t n = name ? strlen(name) : 0;
+
+    if (n == 0 || n >= GW_NAME_MAX || strcmp(name, "metrics") == 0
+        || strspn(name,
+                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_.-")
+               != n)
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "name",
+                                   "name: a service needs a name of 1 to "
+                                   "%d of [A-Za-z0-9_.-], not 'metrics' "
+                                   "(it is its route in the gateway)",
+                                   GW_NAME_MAX - 1);
+    return 0;
+}
+
+int service_name_free(crater_daemon_t *d,
+                      const crater_jobspec_t *spec,
+                      crater_error_t *err)
+{
+    if (!spec->inference.enabled || !spec->name || !svc_by_name(d, spec->name))
+        return 0;
+    return crater_errorf_field(err,
+                               CRATER_EEXIST,
+                               "name",
+                               "name: a service named '%s' is running "
+                               "(the gateway routes /%s/ to it)",
+                               spec->name,
+                               spec->name);
+}
+
 int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err)
 {
     const crater_inference_t *inf = &spec->inference;
@@ -154,6 +191,26 @@ int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err)
                                    "gang: a service's replicas are placed "
                                    "one by one; gang: true is not built "
                                    "for them");
+    if (spec->after || spec->deadline_ms)
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   spec->after ? "after" : "deadline",
+                                   "%s: not built for a service (its "
+                                   "replicas would fail and be replaced "
+                                   "without end)",
+                                   spec->after ? "after" : "deadline");
+    if (check_name(spec->name, err) < 0)
+        return -1;
+    if ((uint64_t)inf->max_replicas + inf->warm_pool_size > JOB_MAX_REPLICAS)
+        return crater_errorf_field(err,
+                                   CRATER_EIMPOSSIBLE,
+                                   "inference.maxReplicas",
+                                   "inference.maxReplicas: craterd runs at "
+                                   "most %d replicas of a service, warm "
+                                   "ones included (this one: %u + %u)",
+                                   JOB_MAX_REPLICAS,
+                                   inf->max_replicas,
+                                   inf->warm_pool_size);
     if (spec->narray)
         return crater_errorf_field(err,
                                    CRATER_EINVAL,
@@ -360,7 +417,10 @@ static void rep_stored(int rc,
         s->creating--;
     if ((j = job_find(d, c->job)) && rc == 0) {
         j->durable = true;
-        queue_push_job(d, j);
+        if (s)
+            queue_push_job(d, j);
+        else /* its service ended while it was being stored */
+            job_cancel(d, j, "its service ended");
         loop_kick(d);
     } else if (j) {
         crater_log(LOG_ERR,
@@ -684,6 +744,57 @@ static void svc_decide(crater_daemon_t *d,
     svc_hold(s, now, c, &in, dec);
 }
 
+/* ---- replicas that end on their own ----------------------------------------
+ */
+
+#define SVC_BACKOFF_MAX_MS 300000
+
+/* A replica that ended without being stopped (its model server exited or
+ * failed, its node was lost for good) is replaced by the plan; one that
+ * never became ready counts as a crash, and starts wait 1 s, 2 s, 4 s ...
+ * up to 5 min after the last one, as Kubernetes backs off a crash-looping
+ * pod: a service whose model cannot start does not create a job a
+ * second. A replica becoming ready ends the run. */
+static void svc_reap(crater_daemon_t *d, dservice_t *s, int64_t now)
+{
+    for (size_t i = 0; i < d->njobs; i++) {
+        djob_t *j = d->jobs[i];
+        if (!rep_of(j, s))
+            continue;
+        if (j->svc_ready)
+            s->crashes = 0;
+        if (!job_state_final(j->state) || j->svc_reaped)
+            continue;
+        j->svc_reaped = true;
+        if (j->cancel_requested || j->svc_loaded)
+            continue;
+        s->crashes++;
+        int64_t wait = SVC_BACKOFF_MAX_MS;
+        if (s->crashes < 20 && (1000ll << (s->crashes - 1)) < wait)
+            wait = 1000ll << (s->crashes - 1);
+        s->next_start_ms = now + wait;
+        crater_log(LOG_WARNING,
+                   "service %s: replica %" PRIu64 " ended before it was "
+                   "ready (%u in a row): starts wait %" PRId64 " ms",
+                   s->name,
+                   j->id,
+                   s->crashes,
+                   wait);
+    }
+}
+
+/* Drop the starts while backing off (the rest of the plan stands). */
+static size_t no_starts(crater__svc_action_t *a, size_t k)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < k; i++)
+        if (a[i].op != CRATER__SVC_START_TRAFFIC
+            && a[i].op != CRATER__SVC_START_WARM)
+            a[n++] = a[i];
+    return n;
+}
+
 /* ---- the plan and its actions ------------------------------------------ */
 
 static size_t svc_reps(crater_daemon_t *d,
@@ -826,6 +937,7 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
     size_t n = 0, k = 0;
 
     gw_sync(d, s);
+    svc_reap(d, s, now);
     svc_decide(d, s, now, &c, &dec);
     if (s->creating == 0) { /* starts still being stored count next tick */
         n = svc_reps(d, s, reps, JOB_MAX_REPLICAS);
@@ -835,6 +947,8 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
                              s->warm,
                              acts,
                              SVC_MAX_ACTIONS);
+        if (now < s->next_start_ms)
+            k = no_starts(acts, k);
     }
     for (size_t i = 0; i < k; i++) {
         act(d, s, &acts[i]);
@@ -963,8 +1077,15 @@ int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
         djob_t *j = d->jobs[i];
         /* a replica running across the restart loaded its model before */
         j->svc_loaded = j->svc_id && job_state_holds(j->state);
+        j->svc_reaped = j->svc_id && job_state_final(j->state);
         if (job_is_service(j) && !job_state_final(j->state))
             service_attach(d, j);
+    }
+    for (size_t i = 0; i < d->njobs; i++) { /* replicas of ended services */
+        djob_t *j = d->jobs[i];
+        if (j->svc_id && !job_state_final(j->state) && !j->cancel_requested
+            && !svc_find(d, j->svc_id))
+            job_cancel(d, j, "its service ended");
     }
     pthread_mutex_unlock(&d->mu);
     if (pthread_create(&d->svc_thread, NULL, svc_main, d) != 0)

@@ -95,6 +95,9 @@ out=$(service bad1 '  port: 8000')
 has 'inference.port: not built' <<<"$out" && ok || bad "inference.port refused: $out"
 out=$(service bad2 '' $'  stableWindow: 1s\n  panicWindow: 2s')
 has 'inference.panicWindow' <<<"$out" && ok || bad "panicWindow > stableWindow refused: $out"
+printf 'name: dep\nworkloadType: inference\ncommand: [sleep, "1"]\nafter: [x]\ninference: {}\n' >"$tmp/dep.yaml"
+out=$(c submit -f "$tmp/dep.yaml" 2>&1)
+has 'after: not built for a service' <<<"$out" && ok || bad "after refused: $out"
 c get services -o json | jq -e '.items == []' >/dev/null && ok || bad "nothing was created"
 
 # ---- the service comes up: one replica in traffic, one warm ------------------
@@ -153,6 +156,26 @@ wait_svc 30 echo '.replicas.ready == 1 and .replicas.warm_ready == 1
     and ([.items[] | .url | endswith(":'"$port"'")] | any | not)' \
     && ok || bad "the dead replica was replaced"
 [ "$(infer)" = 200 ] && ok || bad "requests succeed after the replacement"
+
+# ---- one name per service; a crash-looping model backs off ------------------------
+out=$(service echo '')
+has 'a service named .echo. is running' <<<"$out" && ok || bad "a second 'echo' refused: $out"
+cat >"$tmp/crash.yaml" <<YAML
+name: crashy
+workloadType: inference
+command: [sh, -c, 'exit 1', $mark]
+resources: {cpu: 100m, memory: 32Mi}
+inference: {minReplicas: 1, maxReplicas: 1, maxBatchSize: 1}
+YAML
+cid=$(c submit -f "$tmp/crash.yaml" -o json | jq -r .id)
+reps='[.items[] | select(.name | startswith("crashy-"))] | sort_by(.submitted_ms)'
+for _ in $(seq 1 300); do
+    [ "$(c get jobs -o json | jq "$reps | length")" -ge 4 ] && break
+    sleep 0.1
+done
+gap=$(c get jobs -o json | jq "$reps | .[3].submitted_ms - .[2].submitted_ms")
+[ "${gap:-0}" -ge 3500 ] && ok || bad "the 4th start waits ~4 s after the 3rd crash (gap ${gap:-none} ms)"
+c cancel "$cid" >/dev/null
 
 # ---- scale to zero after the grace, and back on a request -------------------------
 zid=$(service zero '  scaleToZeroGrace: 1s' $'  minReplicas: 0\n  maxReplicas: 1\n  warmPoolSize: 0\n  stableWindow: 3s\n  panicWindow: 1s' \
