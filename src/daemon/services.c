@@ -31,57 +31,34 @@
  * would be crater-gateway fed through GET /api/v1/services/{name}/
  * endpoints, which exists for that).
  *
+ * The API's views of this state are in api_services.c (services.h).
+ *
  * Replica ports: craterd picks CRATER_SERVICE_PORT at bind from
  * [gangPortBase + gangPorts, + gangPorts), unique over all placed
  * replicas of the cluster (nodes of `crater up` share one host). Like
  * MASTER_PORT, it is free of Crater's own tasks, not checked on the node.
  */
+#include "daemon/services.h"
+
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "crater/log.h"
-#include "daemon/internal.h"
 #include "gateway/gateway.h"
-#include "sched/autoscale.h"
 #include "sched/svcplan.h"
 
 #define SVC_TICK_MS 1000
-#define SVC_DECISIONS 16 /* kept per service for describe */
-#define SVC_HOLD_LOG_MS                              \
-    60000 /* a decision that changes nothing: logged \
-             at most this often per service */
+/* a decision that changes nothing is logged at most this often */
+#define SVC_HOLD_LOG_MS 60000
 #define SVC_PROBE_MS 500
 #define SVC_MAX_ACTIONS 64
 #define SVC_WARM_PRIORITY (-1000) /* the "low" class */
 
-typedef struct dservice {
-    uint64_t id; /* its job */
-    char *name;
-    crater__as_t *as;
-    crater__as_params_t params;
-    unsigned initial, desired, warm;
-    int64_t created_ms;
-    unsigned creating; /* replica submissions not committed yet */
-    uint32_t next_index;
-    int64_t load_last_ms, load_max_ms, load_sum_ms;
-    uint32_t loads;
-    uint64_t answered_prev, unserved_prev;
-    int64_t prev_ms, logged_ms;
-    uint32_t crashes;      /* replicas ended on their own in a row */
-    int64_t next_start_ms; /* no start before (backoff after crashes) */
-    unsigned hold_n;       /* at least this many in traffic ... */
-    int64_t hold_until_ms; /* ... until then (svc_hold) */
-    bool hold_initial;     /* the submission's count: also until loaded */
-    json_t *decisions;     /* the last SVC_DECISIONS, oldest first */
-    crater__as_decision_t last;
-    bool decided;
-} dservice_t;
-
 /* ---- the table ---------------------------------------------------------- */
 
-static dservice_t *svc_find(crater_daemon_t *d, uint64_t id)
+dservice_t *svc_find(crater_daemon_t *d, uint64_t id)
 {
     for (size_t i = 0; i < d->nsvcs; i++)
         if (d->svcs[i]->id == id)
@@ -89,7 +66,7 @@ static dservice_t *svc_find(crater_daemon_t *d, uint64_t id)
     return NULL;
 }
 
-static dservice_t *svc_by_name(crater_daemon_t *d, const char *name)
+dservice_t *svc_by_name(crater_daemon_t *d, const char *name)
 {
     for (size_t i = 0; i < d->nsvcs; i++)
         if (strcmp(d->svcs[i]->name, name) == 0)
@@ -168,37 +145,60 @@ int service_name_free(crater_daemon_t *d,
                                spec->name);
 }
 
+/* The fields craterd does not act on for a service: the first given, or
+ * NULL, with why in *why. */
+static const char *refused_field(const crater_jobspec_t *spec, const char **why)
+{
+    const struct {
+        bool given;
+        const char *field, *why;
+    } rows[] = {
+        {spec->inference.port != 0,
+         "inference.port",
+         "not built: craterd gives each replica its own port in "
+         "CRATER_SERVICE_PORT; leave inference.port out"},
+        {spec->gang,
+         "gang",
+         "a service's replicas are placed one by one; gang: true is not "
+         "built for them"},
+        {spec->after != NULL,
+         "after",
+         "not built for a service (its replicas would fail and be "
+         "replaced without end)"},
+        {spec->deadline_ms != 0,
+         "deadline",
+         "not built for a service (its replicas would fail and be "
+         "replaced without end)"},
+        {spec->narray != 0, "array", "a service cannot be a job array"},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (rows[i].given) {
+            *why = rows[i].why;
+            return rows[i].field;
+        }
+    return NULL;
+}
+
 int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err)
 {
     const crater_inference_t *inf = &spec->inference;
+    const char *field, *why = NULL;
     crater__as_params_t p;
-    crater_error_t why = {0};
+    crater_error_t as = {0};
+    const char *text;
+    char name[96];
+    size_t len;
 
     if (!inf->enabled)
         return 0;
-    if (inf->port)
+    if ((field = refused_field(spec, &why)))
         return crater_errorf_field(err,
                                    CRATER_EINVAL,
-                                   "inference.port",
-                                   "inference.port: not built: craterd "
-                                   "gives each replica "
-                                   "its own port in CRATER_SERVICE_PORT; "
-                                   "leave inference.port out");
-    if (spec->gang)
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   "gang",
-                                   "gang: a service's replicas are placed "
-                                   "one by one; gang: true is not built "
-                                   "for them");
-    if (spec->after || spec->deadline_ms)
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   spec->after ? "after" : "deadline",
-                                   "%s: not built for a service (its "
-                                   "replicas would fail and be replaced "
-                                   "without end)",
-                                   spec->after ? "after" : "deadline");
+                                   field,
+                                   "%s: %s",
+                                   field,
+                                   why);
     if (check_name(spec->name, err) < 0)
         return -1;
     if ((uint64_t)inf->max_replicas + inf->warm_pool_size > JOB_MAX_REPLICAS)
@@ -211,21 +211,15 @@ int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err)
                                    JOB_MAX_REPLICAS,
                                    inf->max_replicas,
                                    inf->warm_pool_size);
-    if (spec->narray)
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   "array",
-                                   "array: a service cannot be a job "
-                                   "array");
     svc_params(inf, &p);
-    if (crater__as_params_check(&p, &why) < 0)
-        return crater_errorf_field(err,
-                                   CRATER_EINVAL,
-                                   "inference",
-                                   "inference.%s: %s",
-                                   why.field,
-                                   why.text);
-    return 0;
+    if (crater__as_params_check(&p, &as) == 0)
+        return 0;
+    snprintf(name, sizeof(name), "inference.%.80s", as.field);
+    text = as.text;
+    len = strlen(as.field);
+    if (len && strncmp(text, as.field, len) == 0 && text[len] == ':')
+        text += len + 1 + (text[len + 1] == ' '); /* its own "field: " */
+    return crater_errorf_field(err, CRATER_EINVAL, name, "%s: %s", name, text);
 }
 
 int service_attach(crater_daemon_t *d, djob_t *j)
@@ -270,18 +264,18 @@ nomem:
 
 /* ---- replicas ------------------------------------------------------------ */
 
-static bool rep_of(const djob_t *j, const dservice_t *s)
+bool rep_of(const djob_t *j, const dservice_t *s)
 {
     return j->svc_id == s->id && j->durable;
 }
 
-static const char *role_name(int role)
+const char *role_name(int role)
 {
     return role == CRATER__SVC_WARM ? "warm" : "traffic";
 }
 
 /* The replica's base URL (its node's address as its agent registered). */
-static int rep_url(crater_daemon_t *d, const djob_t *j, char *buf, size_t n)
+int rep_url(crater_daemon_t *d, const djob_t *j, char *buf, size_t n)
 {
     dnode_t *node = node_by_sid(d, j->pl.node);
     const char *host = node && node->addr ? node->addr
@@ -657,11 +651,7 @@ static void probes_apply(crater_daemon_t *d,
 
 /* ---- the autoscaler ---------------------------------------------------- */
 
-typedef struct counts {
-    unsigned traffic, ready, warm, warm_ready, starting;
-} counts_t;
-
-static counts_t svc_counts(crater_daemon_t *d, const dservice_t *s)
+counts_t svc_counts(crater_daemon_t *d, const dservice_t *s)
 {
     counts_t c = {0};
 
@@ -1117,257 +1107,4 @@ void services_stop(crater_daemon_t *d)
 uint16_t service_gateway_port(const crater_daemon_t *d)
 {
     return d->gw ? gw__port(d->gw) : 0;
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-json_t *service_job_store(const djob_t *j)
-{
-    if (!j->svc_id)
-        return NULL;
-    return json_pack("{s:I, s:s, s:i, s:i}",
-                     "job",
-                     (json_int_t)j->svc_id,
-                     "role",
-                     role_name(j->svc_role),
-                     "index",
-                     (int)j->svc_index,
-                     "port",
-                     (int)j->master_port);
-}
-
-void service_job_load(djob_t *j, json_t *v)
-{
-    json_int_t id = 0, index = 0, port = 0;
-    const char *role = "traffic";
-
-    if (!json_is_object(v)
-        || json_unpack(v,
-                       "{s:I, s?s, s?I, s?I}",
-                       "job",
-                       &id,
-                       "role",
-                       &role,
-                       "index",
-                       &index,
-                       "port",
-                       &port)
-               < 0)
-        return;
-    j->svc_id = (uint64_t)id;
-    j->svc_role =
-        strcmp(role, "warm") == 0 ? CRATER__SVC_WARM : CRATER__SVC_TRAFFIC;
-    j->svc_index = (uint32_t)index;
-    j->master_port = (uint32_t)port;
-}
-
-static json_t *rep_json(crater_daemon_t *d, const djob_t *j)
-{
-    char url[GW_URL_MAX] = "";
-    const char *state = job_state_name(j->state);
-
-    if (j->state == JS_RUNNING)
-        state = j->svc_ready ? "ready" : "starting";
-    if (job_state_holds(j->state))
-        rep_url(d, j, url, sizeof(url));
-    return json_pack("{s:I, s:s, s:i, s:s, s:s, s:b, s:s}",
-                     "job",
-                     (json_int_t)j->id,
-                     "name",
-                     j->name,
-                     "index",
-                     (int)j->svc_index,
-                     "role",
-                     role_name(j->svc_role),
-                     "state",
-                     state,
-                     "in_traffic",
-                     j->svc_in_gw,
-                     "url",
-                     url);
-}
-
-static json_t *svc_json(crater_daemon_t *d, const dservice_t *s, bool full)
-{
-    counts_t c = svc_counts(d, s);
-    json_t *o =
-        json_pack("{s:s, s:I, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:i,"
-                  " s:{s:I, s:I, s:I, s:i}}",
-                  "name",
-                  s->name,
-                  "job",
-                  (json_int_t)s->id,
-                  "replicas",
-                  "ready",
-                  (int)c.ready,
-                  "traffic",
-                  (int)c.traffic,
-                  "warm",
-                  (int)c.warm,
-                  "warm_ready",
-                  (int)c.warm_ready,
-                  "starting",
-                  (int)c.starting,
-                  "desired",
-                  (int)s->desired,
-                  "warm_pool",
-                  (int)s->warm,
-                  "min",
-                  (int)s->params.min_replicas,
-                  "max",
-                  (int)s->params.max_replicas,
-                  "load_ms",
-                  "last",
-                  (json_int_t)s->load_last_ms,
-                  "max",
-                  (json_int_t)s->load_max_ms,
-                  "mean",
-                  (json_int_t)(s->loads ? s->load_sum_ms / s->loads : 0),
-                  "count",
-                  (int)s->loads);
-    json_t *items = json_array();
-
-    if (!o || !full || !items) {
-        json_decref(items);
-        return o;
-    }
-    for (size_t i = 0; i < d->njobs; i++)
-        if (rep_of(d->jobs[i], s) && !job_state_final(d->jobs[i]->state))
-            json_array_append_new(items, rep_json(d, d->jobs[i]));
-    json_object_set_new(o, "items", items);
-    json_object_set(o, "decisions", s->decisions);
-    if (d->gw)
-        json_object_set_new(o,
-                            "gateway",
-                            json_sprintf("/%s/ on port %u",
-                                         s->name,
-                                         (unsigned)gw__port(d->gw)));
-    return o;
-}
-
-void service_job_view(crater_daemon_t *d, const djob_t *j, json_t *o)
-{
-    dservice_t *s;
-
-    if (j->svc_id) {
-        json_object_set_new(o,
-                            "service",
-                            json_pack("{s:I, s:s, s:b, s:b}",
-                                      "job",
-                                      (json_int_t)j->svc_id,
-                                      "role",
-                                      role_name(j->svc_role),
-                                      "ready",
-                                      j->svc_ready,
-                                      "in_traffic",
-                                      j->svc_in_gw));
-        return;
-    }
-    if (!(s = svc_find(d, j->id)))
-        return;
-    json_object_set_new(o, "service", svc_json(d, s, false));
-    if (j->state == JS_PENDING) /* served: never queued itself */
-        json_object_set_new(o, "state", json_string("serving"));
-}
-
-/* ---- API ------------------------------------------------------------------
- */
-
-static dservice_t *visible_svc(crater_daemon_t *d,
-                               crater_http_req_t *r,
-                               const principal_t *p,
-                               crater_http_resp_t *resp)
-{
-    const char *name = crater_http_param(r, "name");
-    dservice_t *s = name ? svc_by_name(d, name) : NULL;
-    djob_t *j = s ? job_find(d, s->id) : NULL;
-
-    if (!j || (user_tenant(p) && strcmp(j->tenant, user_tenant(p)) != 0)) {
-        api_errorf(resp,
-                   CRATER_ENOENT,
-                   "name",
-                   "no service '%s'",
-                   name ? name : "");
-        return NULL;
-    }
-    return s;
-}
-
-static void h_list(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
-{
-    crater_daemon_t *d = arg;
-    principal_t p;
-    json_t *items;
-
-    pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (items = json_array())) {
-        for (size_t i = 0; i < d->nsvcs; i++) {
-            djob_t *j = job_find(d, d->svcs[i]->id);
-            if (j && (!user_tenant(&p) || !strcmp(j->tenant, p.tenant)))
-                json_array_append_new(items, svc_json(d, d->svcs[i], false));
-        }
-        crater_http_json(resp,
-                         200,
-                         json_pack("{s:o, s:n, s:i}",
-                                   "items",
-                                   items,
-                                   "next",
-                                   "gateway_port",
-                                   (int)service_gateway_port(d)));
-    }
-    pthread_mutex_unlock(&d->mu);
-}
-
-static void h_get(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
-{
-    crater_daemon_t *d = arg;
-    principal_t p;
-    dservice_t *s;
-
-    pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (s = visible_svc(d, r, &p, resp)))
-        crater_http_json(resp, 200, svc_json(d, s, true));
-    pthread_mutex_unlock(&d->mu);
-}
-
-/* The ready, in-traffic replicas: what a gateway outside craterd routes
- * to (crater-gateway fed from here). */
-static void h_endpoints(crater_http_req_t *r,
-                        crater_http_resp_t *resp,
-                        void *arg)
-{
-    crater_daemon_t *d = arg;
-    char url[GW_URL_MAX];
-    principal_t p;
-    dservice_t *s;
-    json_t *items;
-
-    pthread_mutex_lock(&d->mu);
-    if (api_auth(d, r, resp, &p) == 0 && (s = visible_svc(d, r, &p, resp))
-        && (items = json_array())) {
-        for (size_t i = 0; i < d->njobs; i++) {
-            djob_t *j = d->jobs[i];
-            if (rep_of(j, s) && j->svc_in_gw
-                && rep_url(d, j, url, sizeof(url)) == 0)
-                json_array_append_new(items,
-                                      json_pack("{s:s, s:I}",
-                                                "url",
-                                                url,
-                                                "job",
-                                                (json_int_t)j->id));
-        }
-        crater_http_json(resp, 200, json_pack("{s:o}", "items", items));
-    }
-    pthread_mutex_unlock(&d->mu);
-}
-
-int api_services_routes(crater_daemon_t *d, crater_error_t *err)
-{
-    static const api_route_t routes[] = {
-        {"GET", "/api/v1/services", h_list},
-        {"GET", "/api/v1/services/{name}", h_get},
-        {"GET", "/api/v1/services/{name}/endpoints", h_endpoints},
-    };
-
-    return api_register(d, routes, sizeof(routes) / sizeof(routes[0]), err);
 }
