@@ -9,8 +9,11 @@
 # from concurrent clients scales it 1 -> 3 with the warm replica taking
 # traffic before any cold one is ready; every request of the load
 # succeeds; without load it scales back to 1; a replica that dies is
-# replaced (the warm one promoted first); cancelling the service stops
-# every replica. Waits are for states, with deadlines.
+# replaced (the warm one promoted first); one name per service; a
+# crash-looping model backs off; a service scales to zero after the grace
+# and a refused request wakes it; a training job preempts a warm replica
+# and never one in traffic; cancelling a service stops every replica.
+# Waits are for states, with deadlines.
 set -uo pipefail
 has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} fake=${FAKE_V2_BIN:?}
@@ -68,6 +71,8 @@ infer() { # infer -> HTTP status of one request through the gateway
 cat >"$tmp/config.yaml" <<'YAML'
 apiVersion: crater/v1
 kind: Config
+scheduler:
+  preemptionMinRuntime: 0s
 YAML
 "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/config.yaml" \
     --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &
@@ -198,6 +203,48 @@ for _ in $(seq 1 300); do
 done
 c get jobs -o json | jq -e "$live" >/dev/null && ok || bad "every replica job ended: $(c get jobs)"
 [ -z "$(pgrep -f "$mark")" ] && ok || bad "no replica left: $(pgrep -af "$mark")"
+
+# ---- training preempts a warm replica, never one in traffic ------------------------
+cat >"$tmp/gpu.yaml" <<YAML
+name: gpusvc
+workloadType: inference
+command: [sh, -c, 'sleep 1; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -t 4', $fake, $mark]
+resources: {cpu: 100m, memory: 32Mi, gpu: {count: 1}}
+inference: {minReplicas: 1, maxReplicas: 1, warmPoolSize: 1, maxBatchSize: 1}
+YAML
+gid=$(c submit -f "$tmp/gpu.yaml" -o json | jq -r .id)
+wait_svc 30 gpusvc '.replicas.ready == 1 and .replicas.warm_ready == 1' && ok || bad "gpusvc: 1 ready + 1 warm"
+warm=$(svc gpusvc | jq -r '.items[] | select(.role == "warm") | .job')
+hot=$(svc gpusvc | jq -r '.items[] | select(.role == "traffic") | .job')
+train() { # train NAME -> job id: one GPU, normal priority, not preemptible
+    printf 'name: %s\nworkloadType: training\ncommand: [sh, -c, "sleep 300", %s]\nresources: {cpu: 100m, memory: 32Mi, gpu: {count: 1}}\n' \
+        "$1" "$mark" >"$tmp/t.yaml"
+    c submit -f "$tmp/t.yaml" -o json | jq -r .id
+}
+t1=$(train train1)
+for _ in $(seq 1 300); do
+    [ "$(c get job "$t1" -o json | jq -r .state)" = running ] && break
+    sleep 0.1
+done
+[ "$(c get job "$t1" -o json | jq -r .state)" = running ] && ok || bad "training runs: $(c get job "$t1" -o json | jq -c '{state, reason}')"
+c get job "$warm" -o json | jq -e '.state != "running" and (.history | map(.state) | index("preempting"))' >/dev/null \
+    && ok || bad "the warm replica was preempted: $(c get job "$warm" -o json | jq -c '{state, history: [.history[].state]}')"
+c get job "$hot" -o json | jq -e '.state == "running" and .service.in_traffic' >/dev/null \
+    && ok || bad "the replica in traffic kept running"
+t2=$(train train2)
+for _ in $(seq 1 300); do
+    c get job "$t2" -o json | jq -e '.reason != null' >/dev/null && break
+    sleep 0.1
+done
+c get job "$t2" -o json | jq -e '.state == "pending" and .reason != null' >/dev/null \
+    && c get job "$hot" -o json | jq -e '.state == "running"' >/dev/null \
+    && ok || bad "a second training job does not preempt the replica in traffic: $(c get job "$t2" -o json | jq -c '{state, reason}')"
+c cancel "$t1" >/dev/null; c cancel "$t2" >/dev/null; c cancel "$gid" >/dev/null
+for _ in $(seq 1 300); do
+    c get jobs -o json | jq -e "$live" >/dev/null && break
+    sleep 0.1
+done
+[ -z "$(pgrep -f "$mark")" ] && ok || bad "nothing left after the GPU service: $(pgrep -af "$mark")"
 
 echo "test_services: $pass passed, $fail failed"
 [ "$fail" = 0 ]
