@@ -246,5 +246,13 @@ for _ in $(seq 1 300); do
 done
 [ -z "$(pgrep -f "$mark")" ] && ok || bad "nothing left after the GPU service: $(pgrep -af "$mark")"
 
+# ---- crater up stops cleanly (under ASan: no report) ----------------------------------
+kill -INT "$up"
+wait "$up"
+rc=$?
+up=""
+[ "$rc" = 0 ] && ! grep -q Sanitizer "$tmp/up.out" && ok \
+    || bad "crater up exit $rc: $(grep -A5 Sanitizer "$tmp/up.out" | head -20)"
+
 echo "test_services: $pass passed, $fail failed"
 [ "$fail" = 0 ]
