@@ -15,7 +15,8 @@ declare -A deps=(
     [sim]="sched codec core base"
     [store]="core base"
     [net]="codec core base"
-    [daemon]="store net sim sched codec core base"
+    [daemon]="store net sim sched codec core base gateway"
+    [gateway]="net codec core base"
     [agent]="net codec core base"
 )
 declare -A owner=()

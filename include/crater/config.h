@@ -98,6 +98,7 @@ typedef struct crater_config {
         uint32_t warm_pool_size;   /* inference.warmPoolSize */
         uint32_t max_batch_size;   /* inference.maxBatchSize */
         uint64_t batch_timeout_ms; /* inference.batchTimeout */
+        char *gateway;             /* inference.gateway, HOST:PORT|none */
     } inference;
     struct {
         char *listen;            /* server.listen, "127.0.0.1:7480" */

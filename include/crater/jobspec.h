@@ -140,6 +140,10 @@ typedef struct crater_inference {
     uint32_t warm_pool_size;
     uint32_t max_batch_size;
     uint64_t batch_timeout_ms;
+    /* autoscaler (doc/inference.md); 0 = the autoscaler's default */
+    double target_concurrency; /* requests in flight per replica */
+    uint64_t stable_window_ms, panic_window_ms, scale_down_delay_ms;
+    uint64_t zero_grace_ms;
 } crater_inference_t;
 
 typedef struct crater_toleration {

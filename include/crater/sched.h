@@ -197,6 +197,15 @@ int crater_sched_commit(crater_sched_t *s,
                         crater_error_t *err);
 /* Return task's charges exactly; -1 with CRATER_ENOENT if unknown. */
 int crater_sched_release(crater_sched_t *s, uint64_t task, crater_error_t *err);
+/* Change a placed task's priority and preemptibility in place (an
+ * inference replica moving between the warm pool and traffic): its
+ * charges stay, the preemption sums follow. -1 with CRATER_ENOENT if
+ * unknown, CRATER_ENOMEM (nothing changed). */
+int crater_sched_retag(crater_sched_t *s,
+                       uint64_t task,
+                       int32_t priority,
+                       bool preemptible,
+                       crater_error_t *err);
 
 /* ---- preemption, gangs, explanations ------------------------------------ */
 

@@ -748,7 +748,8 @@ static int get_array(int argc, char **argv)
 int cli_get(int argc, char **argv)
 {
     static const char usage[] = "usage: crater get jobs|job ID|array "
-                                "ID|nodes|node NAME|profiles [OPTIONS]\n"
+                                "ID|nodes|node NAME|profiles|services "
+                                "[OPTIONS]\n"
                                 "Run 'crater get jobs --help' (etc.) for the "
                                 "options.\n";
     const char *what = argc > 1 ? argv[1] : "";
@@ -763,6 +764,8 @@ int cli_get(int argc, char **argv)
         return get_array(argc - 1, argv + 1);
     if (!strcmp(what, "nodes") || !strcmp(what, "node"))
         return cli__get_nodes(argc - 1, argv + 1);
+    if (!strcmp(what, "services"))
+        return cli__get_services(argc - 1, argv + 1);
     if (!strcmp(what, "-h") || !strcmp(what, "--help"))
         return cli__usage(usage, true);
     if (*what)
@@ -833,13 +836,16 @@ static int describe_job(int argc, char **argv)
 
 int cli_describe(int argc, char **argv)
 {
-    static const char usage[] = "usage: crater describe job ID | node NAME\n";
+    static const char usage[] = "usage: crater describe job ID | node NAME | "
+                                "service NAME\n";
     const char *what = argc > 1 ? argv[1] : "";
 
     if (!strcmp(what, "job"))
         return describe_job(argc - 1, argv + 1);
     if (!strcmp(what, "node"))
         return cli__describe_node(argc - 1, argv + 1);
+    if (!strcmp(what, "service"))
+        return cli__describe_service(argc - 1, argv + 1);
     if (!strcmp(what, "-h") || !strcmp(what, "--help"))
         return cli__usage(usage, true);
     if (*what)

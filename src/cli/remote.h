@@ -134,5 +134,8 @@ int cli__usage(const char *text, bool help);
 /* Node commands (cmd_nodes.c), reached from `get` and `describe`. */
 int cli__get_nodes(int argc, char **argv);
 int cli__describe_node(int argc, char **argv);
+/* cmd_services.c */
+int cli__get_services(int argc, char **argv);
+int cli__describe_service(int argc, char **argv);
 
 #endif /* CRATER_CLI_REMOTE_H */

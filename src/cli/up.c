@@ -233,7 +233,6 @@ static void print_banner(crater_daemon_t *d,
         tok[strcspn(tok, "\n")] = '\0';
         fclose(f);
     }
-    (void)d;
     if (cli_finds(o->data))
         snprintf(found,
                  sizeof(found),
@@ -242,6 +241,10 @@ static void print_banner(crater_daemon_t *d,
                  path);
     else
         snprintf(found, sizeof(found), "(for the CLI, set\n");
+    if (crater_daemon_gateway_port(d))
+        printf("inference gateway on http://127.0.0.1:%u (services at "
+               "/NAME/...)\n",
+               (unsigned)crater_daemon_gateway_port(d));
     printf("crater %s is up: API on %s, %zu agent%s, data in %s\n"
            "admin token (also in %s): %s\n\n"
            "In another shell:\n"

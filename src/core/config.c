@@ -83,6 +83,7 @@ static const char *const basis_names[] = {"allocation",
                                           NULL};
 
 static int check_listen(crater_dec_t *d, const void *field);
+static int check_gateway(crater_dec_t *d, const void *field);
 static int check_policy(crater_dec_t *d, const void *field);
 static int check_urls(crater_dec_t *d, const void *field);
 static int check_uid_range(crater_dec_t *d, const void *field);
@@ -292,6 +293,9 @@ static const row_t rows[] = {
 {"inference.batchTimeout", T_DURATION, F(inference.batch_timeout_ms), "10ms",
  0, 60e3, 0, NULL, NULL,
  "Default longest wait for a batch to fill before it is run."},
+{"inference.gateway", T_STRING, F(inference.gateway), "127.0.0.1:7481", 0, 0,
+ 0, NULL, check_gateway, "Address (HOST:PORT, port 0 = any free one) of "
+ "the inference gateway craterd runs for its services, or none."},
 
 {"server.listen", T_STRING, F(server.listen), "127.0.0.1:7480", 0, 0, 0,
  NULL, check_listen, "Address and port (HOST:PORT) of the REST API and "
@@ -797,6 +801,15 @@ static int check_policy(crater_dec_t *d, const void *field)
                            "unknown policy '%s' (one of: %s)",
                            s,
                            list);
+}
+
+static int check_gateway(crater_dec_t *d, const void *field)
+{
+    const char *s = *(char *const *)field, *colon = strrchr(s, ':');
+
+    if (strcmp(s, "none") == 0 || (colon && strcmp(colon, ":0") == 0))
+        return 0;
+    return check_listen(d, field);
 }
 
 static int check_listen(crater_dec_t *d, const void *field)

@@ -636,6 +636,35 @@ static int f_inf_timeout(crater_dec_t *d, json_t *v, void *obj)
     return dec_ms(d, v, &SPEC(obj)->inference.batch_timeout_ms);
 }
 
+static int f_inf_conc(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_double(d,
+                             v,
+                             0,
+                             QPS_MAX,
+                             &SPEC(obj)->inference.target_concurrency);
+}
+
+static int f_inf_stable(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ms(d, v, &SPEC(obj)->inference.stable_window_ms);
+}
+
+static int f_inf_panic(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ms(d, v, &SPEC(obj)->inference.panic_window_ms);
+}
+
+static int f_inf_delay(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ms(d, v, &SPEC(obj)->inference.scale_down_delay_ms);
+}
+
+static int f_inf_grace(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ms(d, v, &SPEC(obj)->inference.zero_grace_ms);
+}
+
 static const crater_dec_field_t inference_fields[] = {
     {"port", f_inf_port, 0},
     {"minReplicas", f_inf_min, 0},
@@ -644,6 +673,11 @@ static const crater_dec_field_t inference_fields[] = {
     {"warmPoolSize", f_inf_warm, 0},
     {"maxBatchSize", f_inf_batch, 0},
     {"batchTimeout", f_inf_timeout, 0},
+    {"targetConcurrency", f_inf_conc, 0},
+    {"stableWindow", f_inf_stable, 0},
+    {"panicWindow", f_inf_panic, 0},
+    {"scaleDownDelay", f_inf_delay, 0},
+    {"scaleToZeroGrace", f_inf_grace, 0},
     {NULL, NULL, 0},
 };
 
@@ -1323,6 +1357,16 @@ static json_t *enc_inference(const crater_inference_t *inf)
     rc |= put(o, "warmPoolSize", json_integer(inf->warm_pool_size));
     rc |= put(o, "maxBatchSize", json_integer(inf->max_batch_size));
     rc |= put(o, "batchTimeout", j_ms(inf->batch_timeout_ms));
+    if (inf->target_concurrency > 0)
+        rc |= put(o, "targetConcurrency", json_real(inf->target_concurrency));
+    if (inf->stable_window_ms)
+        rc |= put(o, "stableWindow", j_ms(inf->stable_window_ms));
+    if (inf->panic_window_ms)
+        rc |= put(o, "panicWindow", j_ms(inf->panic_window_ms));
+    if (inf->scale_down_delay_ms)
+        rc |= put(o, "scaleDownDelay", j_ms(inf->scale_down_delay_ms));
+    if (inf->zero_grace_ms)
+        rc |= put(o, "scaleToZeroGrace", j_ms(inf->zero_grace_ms));
     return done(o, rc);
 }
 

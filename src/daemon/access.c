@@ -174,7 +174,12 @@ static uint64_t add_mul(uint64_t a, uint64_t n, uint64_t x)
 static void spec_usage(const crater_jobspec_t *s, usage_t *u)
 {
     uint64_t n = s->replicas ? s->replicas : 1;
-    uint64_t g = add_mul(0, n, s->resources.gpu.count);
+    uint64_t g;
+
+    if (s->inference.enabled) /* a service counts at its largest: every
+                                 replica it may run, warm ones included */
+        n = (uint64_t)s->inference.max_replicas + s->inference.warm_pool_size;
+    g = add_mul(0, n, s->resources.gpu.count);
 
     u->gpus = add_mul(u->gpus, n, s->resources.gpu.count);
     u->gpu_mem = add_mul(u->gpu_mem, g, s->resources.gpu.memory_bytes);
@@ -227,8 +232,9 @@ int tenant_admit(crater_daemon_t *d,
     if (!t || !t->has_quota)
         return 0;
     for (size_t i = 0; i < d->njobs; i++)
-        if (!job_state_final(d->jobs[i]->state)
-            && strcmp(d->jobs[i]->tenant, tenant) == 0)
+        if (!job_state_final(d->jobs[i]->state) && !d->jobs[i]->svc_id
+            && strcmp(d->jobs[i]->tenant, tenant) == 0) /* a service's
+                replicas count in its own job */
             spec_usage(d->jobs[i]->spec, &used);
     spec_usage(spec, &want);
     if (t->q_gpus && add_mul(used.gpus, 1, want.gpus) > t->q_gpus)

@@ -283,6 +283,7 @@ int api_add_routes(crater_daemon_t *d, crater_error_t *err)
     return api_jobs_routes(d, err) < 0 || api_nodes_routes(d, err) < 0
                    || api_agents_routes(d, err) < 0
                    || api_arrays_routes(d, err) < 0
+                   || api_services_routes(d, err) < 0
                    || api_admin_routes(d, err) < 0
                    || api_typical_routes(d, err) < 0
                    || api_cost_routes(d, err) < 0

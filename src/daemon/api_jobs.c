@@ -95,7 +95,7 @@ typedef struct submit_ctx {
     crater_http_pending_t *pend;
 } submit_ctx_t;
 
-static void job_remove(crater_daemon_t *d, djob_t *j)
+void job_remove(crater_daemon_t *d, djob_t *j)
 {
     for (size_t i = 0; i < d->njobs; i++)
         if (d->jobs[i] == j) {
@@ -166,7 +166,10 @@ static void submit_done(int rc,
         for (size_t i = 0; i < c->njobs; i++) {
             c->jobs[i]->durable = true;
             typical_note(d, c->jobs[i]);
-            queue_push_job(d, c->jobs[i]);
+            if (job_is_service(c->jobs[i]))
+                service_attach(d, c->jobs[i]);
+            else
+                queue_push_job(d, c->jobs[i]);
         }
         loop_kick(d);
         crater_http_json(&resp, 201, submit_answer(d, c));
@@ -212,10 +215,10 @@ static int job_tenant(const principal_t *p,
     return 0;
 }
 
-static djob_t *new_job(crater_daemon_t *d,
-                       crater_jobspec_t *spec,
-                       json_t *norm,
-                       crater_error_t *err)
+djob_t *job_create(crater_daemon_t *d,
+                   crater_jobspec_t *spec,
+                   json_t *norm,
+                   crater_error_t *err)
 {
     djob_t *j = calloc(1, sizeof(*j));
 
@@ -318,8 +321,9 @@ static int feasible(crater_daemon_t *d,
         return 0;
     if (crater_request_from_spec(d->twin, spec, &req, err) < 0)
         return -1;
-    if (spec->replicas > 1)
-        return feasible_gang(d, spec, &req, err);
+    if (spec->replicas > 1 && !spec->inference.enabled)
+        return feasible_gang(d, spec, &req, err); /* a service's replicas
+                                                      are placed one by one */
     if (crater_sched_place(d->twin, &req, &pl, &why) == 0)
         return 0;
     if (why.errnum != CRATER_EUNSCHED)
@@ -333,10 +337,10 @@ static int feasible(crater_daemon_t *d,
 }
 
 /* name=value in the environment of spec and of its normalised form. */
-static int add_env(crater_jobspec_t *spec,
-                   json_t *norm,
-                   const char *name,
-                   const char *value)
+int job_add_env(crater_jobspec_t *spec,
+                json_t *norm,
+                const char *name,
+                const char *value)
 {
     crater_kv_t *kv = realloc(spec->env, (spec->nenv + 1) * sizeof(*kv));
     json_t *env = json_object_get(norm, "env");
@@ -380,10 +384,10 @@ static djob_t *array_element(crater_daemon_t *d,
         return NULL;
     }
     snprintf(v, sizeof(v), "%" PRIu64, array_id);
-    if (add_env(spec, norm, "CRATER_ARRAY_ID", v) < 0
+    if (job_add_env(spec, norm, "CRATER_ARRAY_ID", v) < 0
         || (snprintf(v, sizeof(v), "%" PRIu32, doc->spec->array[k]) < 0)
-        || add_env(spec, norm, "CRATER_ARRAY_INDEX", v) < 0
-        || !(j = new_job(d, spec, norm, err))) {
+        || job_add_env(spec, norm, "CRATER_ARRAY_INDEX", v) < 0
+        || !(j = job_create(d, spec, norm, err))) {
         crater_jobspec_destroy(spec);
         json_decref(norm);
         if (err->errnum == CRATER_OK)
@@ -439,12 +443,15 @@ static int submit_doc(crater_daemon_t *d,
     uint64_t first = d->next_id;
 
     job_defaults(d, doc->spec, doc->norm);
-    if (after_known(d, c, doc->spec, err) < 0 || admit(d, doc->spec, err) < 0
+    if (service_check_spec(doc->spec, err) < 0
+        || service_name_free(d, doc->spec, err) < 0
+        || after_known(d, c, doc->spec, err) < 0 || admit(d, doc->spec, err) < 0
         || feasible(d, doc->spec, err) < 0)
         return -1;
     for (size_t k = 0; k < n; k++) {
-        djob_t *j = doc->spec->narray ? array_element(d, doc, k, first, err)
-                                      : new_job(d, doc->spec, doc->norm, err);
+        djob_t *j = doc->spec->narray
+                        ? array_element(d, doc, k, first, err)
+                        : job_create(d, doc->spec, doc->norm, err);
         if (!j)
             return -1;
         if (!doc->spec->narray)

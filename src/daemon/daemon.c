@@ -337,6 +337,7 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
     }
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->wake, NULL);
+    pthread_cond_init(&d->svc_wake, NULL);
     pthread_rwlock_init(&d->prof_lock, NULL);
     d->cfg = *cfg;
     d->next_id = 1;
@@ -350,7 +351,8 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
         || ops_metrics_setup(d, err) < 0 || audit_init(d, err) < 0
         || first_admin(d, err) < 0
         || (o && o->hardware && load_hardware(d, o->hardware, err) < 0)
-        || start_server(d, o, err) < 0 || loop_start(d, err) < 0)
+        || start_server(d, o, err) < 0 || loop_start(d, err) < 0
+        || services_start(d, o ? o->listen : NULL, err) < 0)
         goto fail;
     pthread_mutex_lock(&d->mu);
     d->ready = true;
@@ -365,6 +367,11 @@ fail:
 uint16_t crater_daemon_port(const crater_daemon_t *d)
 {
     return d->http ? crater_http_port(d->http) : 0;
+}
+
+uint16_t crater_daemon_gateway_port(const crater_daemon_t *d)
+{
+    return service_gateway_port(d);
 }
 
 const char *crater_daemon_admin_token(const crater_daemon_t *d)
@@ -420,6 +427,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     pthread_mutex_unlock(&d->mu);
     if (d->sched_started)
         pthread_join(d->sched_thread, NULL);
+    services_stop(d);
     crater_http_stop(d->http);
     crater_store_close(d->store);
     if (d->declog)
@@ -444,6 +452,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     free(d->data_dir);
     free(d->admin_token);
     pthread_cond_destroy(&d->wake);
+    pthread_cond_destroy(&d->svc_wake);
     pthread_rwlock_destroy(&d->prof_lock);
     pthread_mutex_destroy(&d->mu);
     free(d);

@@ -31,6 +31,8 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
                                      const crater_daemon_opts_t *opts,
                                      crater_error_t *err);
 uint16_t crater_daemon_port(const crater_daemon_t *d);
+/* The inference gateway's port (inference.gateway), 0 when none. */
+uint16_t crater_daemon_gateway_port(const crater_daemon_t *d);
 /* The admin token created at this start (first start of a data directory),
  * or NULL. Borrowed. It is also written to DATA_DIR/admin.token (0600). */
 const char *crater_daemon_admin_token(const crater_daemon_t *d);

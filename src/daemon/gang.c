@@ -60,8 +60,8 @@ int gang_init(djob_t *j, crater_error_t *err)
 {
     uint32_t n = j->spec->replicas;
 
-    if (n <= 1 || j->rep)
-        return 0;
+    if (n <= 1 || j->rep || j->spec->inference.enabled)
+        return 0; /* a service's replicas are jobs of their own */
     if (n > JOB_MAX_REPLICAS)
         n = JOB_MAX_REPLICAS; /* admission refuses more */
     if (!(j->rep = calloc(n, sizeof(*j->rep))))

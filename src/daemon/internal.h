@@ -130,6 +130,16 @@ typedef struct djob {
     crater_idle_t idle;
     uint32_t idle_attempt;
     bool cost_capped; /* cost.c: stopped for its costCap (not stored) */
+    /* A replica of an inference service (services.c): the service's job
+     * id (0: not a replica), its role (crater__svc_role_t), its number in
+     * the service, and in memory only: its readiness probe answered 200
+     * (this attempt), its URL is in the gateway, its load was measured.
+     * Its port (CRATER_SERVICE_PORT) is master_port, chosen at bind. */
+    uint64_t svc_id;
+    int svc_role;
+    uint32_t svc_index;
+    bool svc_ready, svc_in_gw, svc_loaded;
+    bool svc_reaped; /* its end was seen by the controller */
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -193,6 +203,10 @@ typedef struct dtoken {
 } dtoken_t;
 
 #define HISTORY_NOTES 16
+
+struct dservice; /* services.c */
+struct gw_table; /* src/gateway/backends.h */
+struct gw;       /* src/gateway/gateway.h */
 
 struct crater_daemon {
     pthread_mutex_t mu;
@@ -281,6 +295,16 @@ struct crater_daemon {
     struct dcost *cost;          /* cost.c: the ledger and its state */
     struct daudit *audit;        /* audit.c: the audit log */
     struct dops *ops;            /* opsmetrics.c: alerting gauges */
+
+    /* services.c: inference services, the gateway craterd runs for them
+     * (its table is fed from here), and the controller thread */
+    struct dservice **svcs;
+    size_t nsvcs, capsvcs;
+    struct gw_table *gwt;
+    struct gw *gw;
+    pthread_t svc_thread;
+    bool svc_started;
+    pthread_cond_t svc_wake;
 };
 
 /* ---- time ---------------------------------------------------------------- */
@@ -406,6 +430,49 @@ void gang_ended(crater_daemon_t *d, djob_t *j, job_state_t to);
 json_t *gang_json(crater_daemon_t *d, const djob_t *j);
 json_t *gang_store(crater_daemon_t *d, const djob_t *j);
 int gang_load(crater_daemon_t *d, djob_t *j, json_t *v);
+
+/* ---- services.c (doc/inference.md) ----------------------------------------
+ */
+/* Is j the job of an inference service (not one of its replicas)? */
+static inline bool job_is_service(const djob_t *j)
+{
+    return j->spec && j->spec->inference.enabled && j->svc_id == 0;
+}
+/* What craterd refuses of an inference spec (a field it does not act on,
+ * autoscaler parameters that do not hold); 0 for other specs. */
+int service_check_spec(const crater_jobspec_t *spec, crater_error_t *err);
+/* No live service has spec's name (it is a route in the gateway): 0, or
+ * -1 with CRATER_EEXIST naming "name". Under d->mu. */
+int service_name_free(crater_daemon_t *d,
+                      const crater_jobspec_t *spec,
+                      crater_error_t *err);
+/* j (a service's job, durable) is served from now on. Under d->mu. */
+int service_attach(crater_daemon_t *d, djob_t *j);
+/* After persist_load: the gateway (api: the API's listen address), the
+ * services of the stored jobs and the controller thread. */
+int services_start(crater_daemon_t *d, const char *api, crater_error_t *err);
+void services_stop(crater_daemon_t *d);
+/* A replica j was bound: its CRATER_SERVICE_PORT (in master_port). */
+void service_bound(crater_daemon_t *d, djob_t *j);
+/* "service" in the API's job object o (and state "serving" for a
+ * service's own job); the stored record's "service"; load it. */
+void service_job_view(crater_daemon_t *d, const djob_t *j, json_t *o);
+json_t *service_job_store(const djob_t *j);
+void service_job_load(djob_t *j, json_t *v);
+uint16_t service_gateway_port(const crater_daemon_t *d);
+int api_services_routes(crater_daemon_t *d, crater_error_t *err);
+/* Shared with api_jobs.c: a new pending job (takes spec and norm on
+ * success), name=value in its environment, and taking one out of the
+ * table again. */
+djob_t *job_create(crater_daemon_t *d,
+                   crater_jobspec_t *spec,
+                   json_t *norm,
+                   crater_error_t *err);
+int job_add_env(crater_jobspec_t *spec,
+                json_t *norm,
+                const char *name,
+                const char *value);
+void job_remove(crater_daemon_t *d, djob_t *j);
 
 /* ---- arrays.c -------------------------------------------------------------
  */

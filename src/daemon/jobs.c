@@ -397,6 +397,8 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
         json_object_set_new(o, "placement", placement_json(d, &j->pl));
     if (j->nrep)
         json_object_set_new(o, "replicas", gang_json(d, j));
+    if (j->spec && (j->svc_id || job_is_service(j)))
+        service_job_view(d, j, o);
     if (j->last_reason && j->state == JS_PENDING)
         json_object_set_new(o, "reason", json_string(j->last_reason));
     else if (job_state_final(j->state)) /* why it ended (time limit ...) */
@@ -464,6 +466,8 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
         json_object_set(o, "checkpoints", j->ckpts);
     if (o && j->failures)
         json_object_set_new(o, "failures", json_integer(j->failures));
+    if (o && j->svc_id)
+        json_object_set_new(o, "service", service_job_store(j));
     return o;
 }
 
@@ -553,6 +557,7 @@ static void load_optional(djob_t *j, json_t *v)
     j->array_index = (uint32_t)json_integer_value(json_object_get(a, "index"));
     job_ckpts_load(j, json_object_get(v, "checkpoints"));
     j->failures = (uint32_t)json_integer_value(json_object_get(v, "failures"));
+    service_job_load(j, json_object_get(v, "service"));
 }
 
 /* Its placement (it holds one), else its last one (it held one), and a

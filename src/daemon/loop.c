@@ -187,6 +187,8 @@ static int op_bind(void *arg,
     j->pl = *pl;
     j->placed = true;
     j->ever_placed = true;
+    if (j->svc_id)
+        service_bound(d, j);
     free(j->last_reason);
     j->last_reason = NULL;
     snprintf(reason,

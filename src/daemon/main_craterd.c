@@ -114,6 +114,9 @@ int main(int argc, char **argv)
            crater_version(),
            "127.0.0.1",
            crater_daemon_port(d));
+    if (crater_daemon_gateway_port(d))
+        printf("inference gateway on port %u\n",
+               (unsigned)crater_daemon_gateway_port(d));
     if (crater_daemon_admin_token(d))
         printf("admin token (also in %s/admin.token): %s\n",
                f.o.data_dir ? f.o.data_dir : cfg.server.data_dir,

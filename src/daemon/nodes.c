@@ -571,6 +571,10 @@ static int order_env(crater_daemon_t *d,
     }
     if (j->nrep)
         rc |= gang_env(d, j, r, t);
+    if (j->svc_id) { /* the port its model server listens on */
+        snprintf(num, sizeof(num), "%" PRIu32, j->master_port);
+        rc |= crater_proto_task_setenv(t, "CRATER_SERVICE_PORT", num);
+    }
     return rc ? -1 : 0;
 }
 

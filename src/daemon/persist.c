@@ -287,8 +287,8 @@ static int load_job(crater_daemon_t *d,
         job_free(j);
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     }
-    if (j->state == JS_PENDING)
-        queue_push_job(d, j);
+    if (j->state == JS_PENDING && !job_is_service(j))
+        queue_push_job(d, j); /* a service is attached by services_start */
     return 0;
 }
 

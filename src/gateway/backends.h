@@ -45,6 +45,9 @@ typedef struct gw_service {
     int64_t batch_timeout_us; /* the oldest request waits at most this */
     unsigned max_inflight;    /* batches in flight per backend (1) */
     atomic_uint queued;       /* accepted, not yet answered */
+    atomic_ulong answered;    /* accepted and answered, ever (QPS) */
+    atomic_ulong unserved;    /* answered 503 for want of a ready backend
+                                 (craterd's activation from zero) */
     gw_backend_t *backends;   /* guarded by the table's mutex */
     struct gw_service *next;
 } gw_service_t;

@@ -165,6 +165,7 @@ static void answer(gw_t *g,
     crater_http_complete(c->p, &resp);
     c->p = NULL;
     atomic_fetch_sub(&c->svc->queued, 1);
+    atomic_fetch_add(&c->svc->answered, 1);
     count(g, c->svc, status);
 }
 
@@ -377,6 +378,7 @@ static void launch(gw_t *g,
                  sizeof text,
                  "service '%s' has no ready backend",
                  s->name);
+        atomic_fetch_add(&s->unserved, n);
         for (size_t i = 0; i < n; i++)
             answer_error(g, calls[i], 503, "EUNAVAIL", text);
         xfer_free(g, x);

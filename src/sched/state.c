@@ -487,6 +487,37 @@ int crater_sched_commit(crater_sched_t *s,
     return sched__reindex(s, p->node);
 }
 
+int crater_sched_retag(crater_sched_t *s,
+                       uint64_t task,
+                       int32_t priority,
+                       bool preemptible,
+                       crater_error_t *err)
+{
+    struct task *t = sched__task_find(s, task);
+
+    if (!t)
+        return crater_errorf(err,
+                             CRATER_ENOENT,
+                             "no task %llu",
+                             (unsigned long long)task);
+    if (preemptible
+        && (sched__pcount_need(&s->pcount, &s->pcountcap, s->npcount) < 0
+            || sched__psum_need(s, t->p.node) < 0))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    if (t->preemptible) {
+        sched__pcount_add(s->pcount, &s->npcount, t->priority, -1);
+        sched__psum_add(s, t, -1);
+    }
+    t->priority = priority;
+    t->preemptible = preemptible;
+    if (t->preemptible) {
+        sched__pcount_add(s->pcount, &s->npcount, t->priority, +1);
+        sched__psum_add(s, t, +1);
+    }
+    sched__node_touch(s, t->p.node);
+    return sched__reindex(s, t->p.node);
+}
+
 int crater_sched_release(crater_sched_t *s, uint64_t task, crater_error_t *err)
 {
     struct task *t = sched__task_find(s, task);

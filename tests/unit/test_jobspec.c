@@ -191,6 +191,13 @@ static const char *inf_diff(const crater_inference_t *a,
     DIFF(a->warm_pool_size == b->warm_pool_size, "inference.warmPoolSize");
     DIFF(a->max_batch_size == b->max_batch_size, "inference.maxBatchSize");
     DIFF(a->batch_timeout_ms == b->batch_timeout_ms, "inference.batchTimeout");
+    DIFF(a->target_concurrency == b->target_concurrency,
+         "inference.targetConcurrency");
+    DIFF(a->stable_window_ms == b->stable_window_ms, "inference.stableWindow");
+    DIFF(a->panic_window_ms == b->panic_window_ms, "inference.panicWindow");
+    DIFF(a->scale_down_delay_ms == b->scale_down_delay_ms,
+         "inference.scaleDownDelay");
+    DIFF(a->zero_grace_ms == b->zero_grace_ms, "inference.scaleToZeroGrace");
     return NULL;
 }
 
@@ -1701,6 +1708,33 @@ START_TEST(test_round_trip_edges)
 }
 END_TEST
 
+/* Issue 15: the autoscaler's fields of a service decode, keep their
+ * units and survive the round trip. */
+START_TEST(test_inference_autoscale_fields)
+{
+    crater_jobspec_t *s = decode_ok("inference:\n"
+                                    "  minReplicas: 0\n"
+                                    "  maxReplicas: 4\n"
+                                    "  targetConcurrency: 2.5\n"
+                                    "  stableWindow: 30s\n"
+                                    "  panicWindow: 3s\n"
+                                    "  scaleDownDelay: 1m\n"
+                                    "  scaleToZeroGrace: 45s\n");
+    crater_error_t err;
+
+    ck_assert(s->inference.target_concurrency == 2.5);
+    ck_assert_uint_eq(s->inference.stable_window_ms, 30000);
+    ck_assert_uint_eq(s->inference.panic_window_ms, 3000);
+    ck_assert_uint_eq(s->inference.scale_down_delay_ms, 60000);
+    ck_assert_uint_eq(s->inference.zero_grace_ms, 45000);
+    check_round_trip(s);
+    crater_jobspec_destroy(s);
+    ck_assert(decode_text("inference: {stableWindow: 5Gi}\n", "t.yaml", &err)
+              == NULL);
+    ck_assert_str_eq(err.field, "inference.stableWindow");
+}
+END_TEST
+
 /* Issue 14: restartPolicy and backoffLimit (defaults, round trip, the
  * Never + backoffLimit conflict, range) and checkpoint.dir's form. */
 START_TEST(test_restart_policy)
@@ -1787,6 +1821,7 @@ static Suite *jobspec_suite(void)
     tcase_add_test(tc, test_example_values);
     tcase_add_test(tc, test_round_trip_edges);
     tcase_add_test(tc, test_restart_policy);
+    tcase_add_test(tc, test_inference_autoscale_fields);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -129,6 +129,35 @@ START_TEST(never_non_preemptible)
 }
 END_TEST
 
+/* crater_sched_retag: a warm inference replica (low priority, preemptible)
+ * promoted into traffic is no victim any more; demoted again, it is. The
+ * charges stay. */
+START_TEST(retag_moves_a_task_in_and_out_of_reach)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"), 1);
+    crater_request_t r = whole1();
+    crater_preempt_plan_t plan;
+    crater_placement_t pl;
+    crater_error_t err;
+
+    task(s, 1, 0, 0, 0, 0, false, 0);
+    task(s, 2, 0, 1, 0, -1000, true, 0);
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), 0);
+    expect_victims(&plan, 0, 1, (uint64_t[]){2});
+    ck_assert_int_eq(crater_sched_retag(s, 2, 0, false, &err), 0);
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNSCHED);
+    ck_assert_int_eq(crater_sched_place(s, &r, &pl, &err), -1); /* held */
+    ck_assert_int_eq(crater_sched_retag(s, 2, -1000, true, &err), 0);
+    ck_assert_int_eq(crater_sched_plan_preemption(s, &r, &plan, &err), 0);
+    expect_victims(&plan, 0, 1, (uint64_t[]){2});
+    ck_assert_int_eq(plan.max_priority, -1000);
+    ck_assert_int_eq(crater_sched_retag(s, 9, 0, false, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_ENOENT);
+    crater_sched_destroy(s);
+}
+END_TEST
+
 START_TEST(never_equal_or_higher_priority)
 {
     crater_sched_t *s = load(EX("a2-a100.yaml"), 1);
@@ -437,6 +466,7 @@ int main(void)
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, never_non_preemptible);
+    tcase_add_test(tc, retag_moves_a_task_in_and_out_of_reach);
     tcase_add_test(tc, never_equal_or_higher_priority);
     tcase_add_test(tc, no_release_makes_it_fit);
     tcase_add_test(tc, minimal_set);
