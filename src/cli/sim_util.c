@@ -1,0 +1,270 @@
+/* sim_util.c - `crater sim util`: measured GPU utilisation, throughput and
+ * queueing of one workload under the GPU-count scheduler, a Kubernetes-
+ * default-like spreading scheduler and Crater (src/sim/utilsim.c,
+ * doc/simulator.md "Measured GPU utilisation").
+ *
+ *   crater sim util [--workload seeds|plain|whole] [--set key=value]...
+ *                   [--policies gpu-count,k8s-spread,crater]
+ *                   [--sensitivity] [--json]
+ *
+ * --sensitivity reruns gpu-count and crater with each assumption halved
+ * and doubled (booleans: switched) and prints the ratio of measured
+ * utilisation each time, so a reader sees which assumption the gain
+ * rests on.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "crater/sim.h"
+#include "crater/utilsim.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: crater sim util [--workload seeds|plain|whole] "
+            "[--set key=value]... [--policies P,...] [--sensitivity] "
+            "[--json]\n");
+}
+
+static void row(const crater_util_result_t *r)
+{
+    const crater_replay_stats_t *c = r->rep.cls;
+
+    printf("%-10s %6.1f%% %8.1f%% %10.0f %7.1f%% %7.0f %7.0f %7.0f %7.0f "
+           "%7.0f %7.0f %6zu %6zu\n",
+           crater_util_policy_name(r->policy),
+           100 * r->gpu_alloc,
+           100 * r->gpu_measured,
+           r->steps_per_h,
+           100 * r->infer_served,
+           c[0].wait_p50,
+           c[0].wait_p99,
+           c[1].wait_p50,
+           c[1].wait_p99,
+           c[2].wait_p50,
+           c[2].wait_p99,
+           r->rep.preemptions,
+           r->rep.idle_reclaims);
+}
+
+static void header(const crater_util_result_t *r)
+{
+    printf("offered GPU load %.2f, arrival window %.1f h\n",
+           r->offered,
+           r->window_h);
+    printf("%-10s %7s %9s %10s %8s %15s %15s %15s %6s %6s\n",
+           "policy",
+           "alloc",
+           "measured",
+           "steps/h",
+           "served",
+           "high p50/p99 s",
+           "normal p50/p99",
+           "low p50/p99",
+           "preem",
+           "reclm");
+}
+
+static int parse_policies(const char *s, bool *on)
+{
+    char buf[128];
+
+    snprintf(buf, sizeof(buf), "%s", s);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int k = -1;
+        for (int p = 0; p < CRATER_UTIL_NPOLICY; p++)
+            if (!strcmp(t, crater_util_policy_name(p)))
+                k = p;
+        if (k < 0) {
+            fprintf(stderr,
+                    "crater: sim util: unknown policy '%s' (gpu-count, "
+                    "k8s-spread, crater)\n",
+                    t);
+            return -1;
+        }
+        on[k] = true;
+    }
+    return 0;
+}
+
+static int run_all(const crater_util_params_t *p, const bool *on, bool json)
+{
+    json_t *arr = json_array();
+    crater_error_t err = {0};
+    int first = 1;
+
+    for (int k = 0; k < CRATER_UTIL_NPOLICY; k++) {
+        crater_util_result_t r;
+        if (!on[k])
+            continue;
+        fprintf(stderr,
+                "crater: sim util: %s ...\n",
+                crater_util_policy_name(k));
+        if (crater_util_run(p, k, crater_openb_dir(), &r, &err) < 0) {
+            fprintf(stderr, "crater: sim util: %s\n", err.text);
+            json_decref(arr);
+            return CLI_EXIT_REJECTED;
+        }
+        if (json)
+            json_array_append_new(arr, crater_util_result_json(&r));
+        else {
+            if (first)
+                header(&r);
+            first = 0;
+            row(&r);
+        }
+        crater_util_result_clear(&r);
+    }
+    if (json) {
+        json_dumpf(arr, stdout, JSON_INDENT(2));
+        printf("\n");
+    }
+    json_decref(arr);
+    return CLI_EXIT_OK;
+}
+
+/* measured utilisation of gpu-count and crater under p */
+static int pair(const crater_util_params_t *p, double *g, double *c)
+{
+    crater_util_result_t r;
+    crater_error_t err = {0};
+
+    if (crater_util_run(p, CRATER_UTIL_GPUCOUNT, crater_openb_dir(), &r, &err)
+        < 0)
+        goto fail;
+    *g = r.gpu_measured;
+    crater_util_result_clear(&r);
+    if (crater_util_run(p, CRATER_UTIL_CRATER, crater_openb_dir(), &r, &err)
+        < 0)
+        goto fail;
+    *c = r.gpu_measured;
+    crater_util_result_clear(&r);
+    return 0;
+fail:
+    fprintf(stderr, "crater: sim util: %s\n", err.text);
+    return -1;
+}
+
+static const char *const swept[] = {
+    "load",
+    "intr_lo",
+    "cpu_per_gpu",
+    "disk_per_gpu",
+    "membw_per_gpu",
+    "sigma",
+    "cpuonly_burst",
+    "node_disk",
+    "interactive",
+    "idle_frac",
+    "inference",
+    "trough",
+    "overcommit",
+    "idle_reclaim_h",
+    "profile_cpu",
+    "profile_disk",
+};
+
+static int sweep_one(const crater_util_params_t *base, const char *key)
+{
+    crater_error_t err = {0};
+    const char *val[2][2] = {{"x0.5", "0"}, {"x2", "1"}};
+
+    for (int v = 0; v < 2; v++) {
+        crater_util_params_t p = *base;
+        char kv[96];
+        double g, c, x = 0;
+        bool flag = !strncmp(key, "profile", 7);
+        /* read the current value through the setter's table: set it to
+         * itself scaled */
+        snprintf(kv, sizeof(kv), "%s=%s", key, val[v][1]);
+        if (!flag) {
+            x = crater_util_params_get(&p, key) * (v ? 2 : 0.5);
+            snprintf(kv, sizeof(kv), "%s=%.9g", key, x);
+        }
+        if (crater_util_params_set(&p, kv, &err) < 0) {
+            fprintf(stderr, "crater: sim util: %s\n", err.text);
+            return -1;
+        }
+        if (pair(&p, &g, &c) < 0)
+            return -1;
+        printf("%-16s %-10s %8.1f%% %8.1f%% %6.2fx\n",
+               key,
+               flag ? kv + strlen(key) + 1 : val[v][0],
+               100 * g,
+               100 * c,
+               g > 0 ? c / g : 0);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static int sensitivity(const crater_util_params_t *p)
+{
+    double g, c;
+
+    printf("%-16s %-10s %9s %9s %7s\n",
+           "assumption",
+           "value",
+           "gpu-count",
+           "crater",
+           "ratio");
+    if (pair(p, &g, &c) < 0)
+        return CLI_EXIT_REJECTED;
+    printf("%-16s %-10s %8.1f%% %8.1f%% %6.2fx\n",
+           "(as given)",
+           "",
+           100 * g,
+           100 * c,
+           g > 0 ? c / g : 0);
+    for (size_t i = 0; i < sizeof(swept) / sizeof(swept[0]); i++)
+        if (sweep_one(p, swept[i]) < 0)
+            return CLI_EXIT_REJECTED;
+    return CLI_EXIT_OK;
+}
+
+int cli_sim_util(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"workload", required_argument, NULL, 'w'},
+        {"set", required_argument, NULL, 's'},
+        {"policies", required_argument, NULL, 'p'},
+        {"sensitivity", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    crater_util_params_t p;
+    crater_error_t err = {0};
+    bool on[CRATER_UTIL_NPOLICY] = {true, true, true}, json = false;
+    bool sens = false, chosen = false;
+    int c;
+
+    crater_util_params_preset("seeds", &p, &err);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'w' && crater_util_params_preset(optarg, &p, &err) < 0) {
+            fprintf(stderr, "crater: sim util: %s\n", err.text);
+            return CLI_EXIT_USAGE;
+        } else if (c == 's' && crater_util_params_set(&p, optarg, &err) < 0) {
+            fprintf(stderr, "crater: sim util: %s\n", err.text);
+            return CLI_EXIT_USAGE;
+        } else if (c == 'p') {
+            if (!chosen)
+                memset(on, 0, sizeof(on));
+            chosen = true;
+            if (parse_policies(optarg, on) < 0)
+                return CLI_EXIT_USAGE;
+        } else if (c == 'S') {
+            sens = true;
+        } else if (c == 'j') {
+            json = true;
+        } else if (c == 'h' || c == '?') {
+            usage(c == 'h' ? stdout : stderr);
+            return c == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        }
+    }
+    return sens ? sensitivity(&p) : run_all(&p, on, json);
+}
