@@ -6,6 +6,7 @@
  *   crater sim util [--workload seeds|plain|whole] [--set key=value]...
  *                   [--policies gpu-count,k8s-spread,crater]
  *                   [--sensitivity] [--json]
+ *   crater sim util --calibration bench/util/calibration.csv
  *
  * --sensitivity reruns gpu-count and crater with each assumption halved
  * and doubled (booleans: switched) and prints the ratio of measured
@@ -19,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "crater/sim.h"
+#include "crater/utilmodel.h"
 #include "crater/utilsim.h"
 
 static void usage(FILE *f)
@@ -225,6 +227,78 @@ static int sensitivity(const crater_util_params_t *p)
     return CLI_EXIT_OK;
 }
 
+/* ---- --calibration: the fit of bench/util/calibrate.py's points ---- */
+
+struct cseries {
+    char name[16];
+    crater_util_point_t pt[32];
+    double comp[32];
+    size_t n;
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void fit_print(struct cseries *s)
+{
+    double c[32], g, d, a;
+
+    memcpy(c, s->comp, s->n * sizeof(double));
+    qsort(c, s->n, sizeof(double), cmp_d);
+    g = s->n % 2 ? c[s->n / 2] : (c[s->n / 2 - 1] + c[s->n / 2]) / 2;
+    crater_util_fit(s->pt, s->n, g, &d, &a);
+    printf("%s: compute %.4f s/step, fitted demand %.4g, ceiling %.4g\n",
+           s->name,
+           g,
+           d,
+           a);
+    for (size_t i = 0; i < s->n; i++) {
+        double m = crater_util_fit_step(&s->pt[i], g, d, a);
+        printf("  supply %-10.4g measured %.4f s  model %.4f s  %+5.1f%%\n",
+               s->pt[i].supply,
+               s->pt[i].step_s,
+               m,
+               100 * (m / s->pt[i].step_s - 1));
+    }
+}
+
+static int calibration(const char *path)
+{
+    struct cseries s[4] = {0};
+    size_t ns = 0;
+    char line[256];
+    FILE *f = fopen(path, "r");
+
+    if (!f) {
+        perror(path);
+        return CLI_EXIT_REJECTED;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char name[16];
+        double sup, st, comp;
+        size_t k = 0;
+        if (line[0] == '#'
+            || sscanf(line, "%15[^,],%lf,%lf,%lf", name, &sup, &st, &comp) != 4)
+            continue;
+        while (k < ns && strcmp(s[k].name, name))
+            k++;
+        if (k == ns && ns < 4)
+            snprintf(s[ns++].name, sizeof(s[0].name), "%s", name);
+        if (k < ns && s[k].n < 32) {
+            s[k].pt[s[k].n] = (crater_util_point_t){sup, st};
+            s[k].comp[s[k].n++] = comp;
+        }
+    }
+    fclose(f);
+    for (size_t k = 0; k < ns; k++)
+        fit_print(&s[k]);
+    return CLI_EXIT_OK;
+}
+
 int cli_sim_util(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -232,6 +306,7 @@ int cli_sim_util(int argc, char **argv)
         {"set", required_argument, NULL, 's'},
         {"policies", required_argument, NULL, 'p'},
         {"sensitivity", no_argument, NULL, 'S'},
+        {"calibration", required_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -257,6 +332,8 @@ int cli_sim_util(int argc, char **argv)
             chosen = true;
             if (parse_policies(optarg, on) < 0)
                 return CLI_EXIT_USAGE;
+        } else if (c == 'C') {
+            return calibration(optarg);
         } else if (c == 'S') {
             sens = true;
         } else if (c == 'j') {
