@@ -49,6 +49,7 @@ typedef struct crater_util_params {
     double membw_per_gpu;       /* memory bytes/s per GPU, median */
     double sigma;               /* lognormal spread of the three above */
     double cpuonly_burst;       /* CPU-only pods use this x their request */
+    double cpu_req_scale;       /* GPU pods ask this x openb's CPU */
     double node_disk;           /* node disk bandwidth, bytes/s */
     double node_membw_per_core; /* node memory bandwidth per core */
     double interactive;         /* share of GPU jobs that are interactive */

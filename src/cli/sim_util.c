@@ -7,6 +7,7 @@
  *                   [--policies gpu-count,k8s-spread,crater]
  *                   [--sensitivity] [--json]
  *   crater sim util --calibration bench/util/calibration.csv
+ *   crater sim util --plot FILE.svg   (offered load 0.5 .. 2.5)
  *
  * --sensitivity reruns gpu-count and crater with each assumption halved
  * and doubled (booleans: switched) and prints the ratio of measured
@@ -20,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "crater/sim.h"
+#include "crater/svg.h"
 #include "crater/utilmodel.h"
 #include "crater/utilsim.h"
 
@@ -158,6 +160,7 @@ static const char *const swept[] = {
     "membw_per_gpu",
     "sigma",
     "cpuonly_burst",
+    "cpu_req_scale",
     "node_disk",
     "interactive",
     "idle_frac",
@@ -224,6 +227,81 @@ static int sensitivity(const crater_util_params_t *p)
     for (size_t i = 0; i < sizeof(swept) / sizeof(swept[0]); i++)
         if (sweep_one(p, swept[i]) < 0)
             return CLI_EXIT_REJECTED;
+    return CLI_EXIT_OK;
+}
+
+/* ---- --plot: measured (solid) and allocated (dashed) GPU against the
+ * offered load, one pair of lines per policy ---- */
+
+#define NLOADS 9
+
+static int sweep_loads(const crater_util_params_t *base,
+                       double (*meas)[NLOADS],
+                       double (*alloc)[NLOADS],
+                       double *x)
+{
+    crater_error_t err = {0};
+
+    for (int i = 0; i < NLOADS; i++) {
+        crater_util_params_t p = *base;
+        p.load = x[i] = 0.5 + 0.25 * i;
+        for (int k = 0; k < CRATER_UTIL_NPOLICY; k++) {
+            crater_util_result_t r;
+            if (crater_util_run(&p, k, crater_openb_dir(), &r, &err) < 0) {
+                fprintf(stderr, "crater: sim util: %s\n", err.text);
+                return -1;
+            }
+            meas[k][i] = 100 * r.gpu_measured;
+            alloc[k][i] = 100 * r.gpu_alloc;
+            crater_util_result_clear(&r);
+        }
+        fprintf(stderr, "crater: sim util: load %.2f done\n", x[i]);
+    }
+    return 0;
+}
+
+static int plot(const crater_util_params_t *p, const char *path)
+{
+    static const char *const col[] = {"#d62728", "#7f7f7f", "#1f77b4"};
+    double m[CRATER_UTIL_NPOLICY][NLOADS], a[CRATER_UTIL_NPOLICY][NLOADS];
+    double x[NLOADS];
+    char name[CRATER_UTIL_NPOLICY][2][48];
+    crater_svg_series_t se[2 * CRATER_UTIL_NPOLICY];
+    crater_svg_chart_t ch = {"GPU measured (solid) and held (dashed)",
+                             "offered GPU load",
+                             "% of GPU capacity",
+                             0.5,
+                             2.5,
+                             0,
+                             100,
+                             0,
+                             0};
+    crater_error_t err = {0};
+    char *svg;
+
+    if (sweep_loads(p, m, a, x) < 0)
+        return CLI_EXIT_REJECTED;
+    for (int k = 0; k < CRATER_UTIL_NPOLICY; k++) {
+        snprintf(name[k][0], 48, "%s measured", crater_util_policy_name(k));
+        snprintf(name[k][1], 48, "%s held", crater_util_policy_name(k));
+        se[2 * k] =
+            (crater_svg_series_t){name[k][0], x, m[k], NLOADS, col[k], false};
+        se[2 * k + 1] =
+            (crater_svg_series_t){name[k][1], x, a[k], NLOADS, col[k], true};
+    }
+    svg = crater_svg_line_chart(&ch, se, 2 * CRATER_UTIL_NPOLICY, &err);
+    if (!svg || crater_svg_write(path, svg, &err) < 0) {
+        fprintf(stderr, "crater: sim util: %s\n", err.text);
+        free(svg);
+        return CLI_EXIT_REJECTED;
+    }
+    free(svg);
+    for (int i = 0; i < NLOADS; i++)
+        printf("load %.2f: measured %.1f / %.1f / %.1f %%\n",
+               x[i],
+               m[0][i],
+               m[1][i],
+               m[2][i]);
     return CLI_EXIT_OK;
 }
 
@@ -307,6 +385,7 @@ int cli_sim_util(int argc, char **argv)
         {"policies", required_argument, NULL, 'p'},
         {"sensitivity", no_argument, NULL, 'S'},
         {"calibration", required_argument, NULL, 'C'},
+        {"plot", required_argument, NULL, 'P'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -315,6 +394,7 @@ int cli_sim_util(int argc, char **argv)
     crater_error_t err = {0};
     bool on[CRATER_UTIL_NPOLICY] = {true, true, true}, json = false;
     bool sens = false, chosen = false;
+    const char *plotfile = NULL;
     int c;
 
     crater_util_params_preset("seeds", &p, &err);
@@ -332,6 +412,8 @@ int cli_sim_util(int argc, char **argv)
             chosen = true;
             if (parse_policies(optarg, on) < 0)
                 return CLI_EXIT_USAGE;
+        } else if (c == 'P') {
+            plotfile = optarg;
         } else if (c == 'C') {
             return calibration(optarg);
         } else if (c == 'S') {
@@ -343,5 +425,7 @@ int cli_sim_util(int argc, char **argv)
             return c == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         }
     }
+    if (plotfile)
+        return plot(&p, plotfile);
     return sens ? sensitivity(&p) : run_all(&p, on, json);
 }

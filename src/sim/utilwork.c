@@ -41,6 +41,7 @@ static const struct ptab {
     {"membw_per_gpu", PD(membw_per_gpu), P_DOUBLE},
     {"sigma", PD(sigma), P_DOUBLE},
     {"cpuonly_burst", PD(cpuonly_burst), P_DOUBLE},
+    {"cpu_req_scale", PD(cpu_req_scale), P_DOUBLE},
     {"node_disk", PD(node_disk), P_DOUBLE},
     {"node_membw_per_core", PD(node_membw_per_core), P_DOUBLE},
     {"interactive", PD(interactive), P_DOUBLE},
@@ -68,6 +69,7 @@ static const crater_util_params_t seeds_preset = {
     .membw_per_gpu = 5e9,
     .sigma = 0.7,
     .cpuonly_burst = 1.5,
+    .cpu_req_scale = 1,
     .node_disk = 1e9,
     .node_membw_per_core = 2e9,
     .interactive = 0.3,
@@ -245,6 +247,10 @@ static void job_request(const crater_util_params_t *p,
         j->idle_tail_ms = (uint64_t)((double)j->runtime_ms * p->idle_frac);
     if (u->kind == UJ_INFER)
         j->runtime_ms = p->infer_runtime_ms;
+    if (u->kind != UJ_CPU && p->cpu_req_scale != 1) {
+        double c = ceil((double)j->req.cpu_milli * p->cpu_req_scale);
+        j->req.cpu_milli = c < 1 ? 1 : (uint64_t)c;
+    }
     if (pol != CRATER_UTIL_CRATER || u->kind == UJ_CPU)
         return;
     uint64_t want = (uint64_t)ceil(u->cpu * 1000);
