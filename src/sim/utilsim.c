@@ -230,7 +230,9 @@ static void on_start(void *arg,
     struct acc *a = arg;
     struct utask *u = &a->ut[j];
     const crater_replay_job_t *job = &a->jobs[j];
-    uint64_t busy = job->runtime_ms - job->idle_tail_ms;
+    uint64_t busy = job->idle_tail_ms < job->runtime_ms
+                        ? job->runtime_ms - job->idle_tail_ms
+                        : 0; /* the replay clamps a tail to the run */
 
     integrate(a, p->node, t);
     u->p = *p;

@@ -244,7 +244,8 @@ static void job_request(const crater_util_params_t *p,
                         const struct ujob *u)
 {
     if (u->kind == UJ_INTERACTIVE)
-        j->idle_tail_ms = (uint64_t)((double)j->runtime_ms * p->idle_frac);
+        j->idle_tail_ms =
+            (uint64_t)((double)j->runtime_ms * fmin(p->idle_frac, 1));
     if (u->kind == UJ_INFER)
         j->runtime_ms = p->infer_runtime_ms;
     if (u->kind != UJ_CPU && p->cpu_req_scale != 1) {
