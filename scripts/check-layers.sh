@@ -31,7 +31,7 @@ declare -A hdr_floor=(
     [hwfile]=3 [proto]=3
     [sched]=4 [queue]=4 [pass]=4 [reserve]=4 [typhist]=4 [fgd]=4 [bound]=4
     [http]=5 [client]=5 [auth]=5 [metrics]=5 [sim]=5 [replay]=5
-    [whatif]=5 [svg]=5
+    [whatif]=5 [svg]=5 [utilmodel]=5 [utilsim]=5
 )
 names=(base core codec sched store/net/sim daemon/agent cli)
 bad=0

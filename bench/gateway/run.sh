@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gateway/run.sh - BENCHMARKS B8: crater-gateway on loopback against
+# bench/gateway/run.sh - BENCHMARKS B9: crater-gateway on loopback against
 # the fake V2 backend (tests/tools/fake_v2.c: 5 ms + 0.5 ms per row).
 #  1. throughput and p99 at CONNECTIONS clients, one-row infer requests:
 #     direct to a one-at-a-time backend (a GPU) vs through the gateway with

@@ -116,6 +116,13 @@ typedef struct crater_replay_opts {
                      const crater_placement_t *p,
                      uint64_t t_ms);
     void *on_start_arg;
+    /* Called when job's run ends at t_ms, whatever the reason (completed,
+     * idle-reclaimed, evicted by a preemption, stopped at the horizon),
+     * after its charges left the core; may be NULL. Every on_start is
+     * followed by exactly one on_end. `crater sim util` integrates the
+     * measured utilisation of the node between the two. */
+    void (*on_end)(void *arg, size_t job, uint64_t t_ms);
+    void *on_end_arg;
     /* Stop at this time (0: run until every job ended or can never
      * start): jobs still running are released from the core, jobs still
      * pending count as never started, utilisation is over [first submit,

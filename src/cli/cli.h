@@ -40,6 +40,9 @@ int cli_sim_synthetic(int argc, char **argv);
 /* sim whatif (sim_whatif.c): the live cluster under another config. */
 int cli_sim_whatif(int argc, char **argv);
 
+/* sim util (sim_util.c): measured GPU utilisation; argv[0] is the verb. */
+int cli_sim_util(int argc, char **argv);
+
 /* sim bound (sim_bound.c); argv[0] is the verb. */
 int cli_sim_bound(int argc, char **argv);
 

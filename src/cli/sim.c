@@ -751,7 +751,7 @@ int cli_sim(int argc, char **argv)
         || strcmp(argv[1], "-h") == 0) {
         fprintf(argc < 2 ? stderr : stdout,
                 "usage: crater sim "
-                "openb|compare|replay|synthetic|bound|whatif [OPTIONS]\n"
+                "openb|compare|replay|synthetic|bound|whatif|util [OPTIONS]\n"
                 "  openb    one FGD-protocol run (BENCHMARKS.md B1)\n"
                 "  compare  traces x policies x seeds, side by side with the "
                 "paper\n"
@@ -760,7 +760,9 @@ int cli_sim(int argc, char **argv)
                 "  synthetic SPEC  replay a synthetic workload (B6)\n"
                 "  bound    an upper bound on any policy's allocation under "
                 "the FGD protocol\n"
-                "  whatif   the live cluster under another configuration\n");
+                "  whatif   the live cluster under another configuration\n"
+                "  util     measured GPU utilisation, three schedulers "
+                "(issue 19)\n");
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "openb") == 0)
@@ -775,9 +777,11 @@ int cli_sim(int argc, char **argv)
         return cli_sim_whatif(argc - 1, argv + 1);
     if (strcmp(argv[1], "bound") == 0) /* sim_bound.c */
         return cli_sim_bound(argc - 1, argv + 1);
+    if (strcmp(argv[1], "util") == 0) /* sim_util.c */
+        return cli_sim_util(argc - 1, argv + 1);
     fprintf(stderr,
             "crater: sim: unknown mode '%s' (openb, compare, replay, "
-            "synthetic, bound, whatif)\n",
+            "synthetic, bound, whatif, util)\n",
             argv[1]);
     return CLI_EXIT_USAGE;
 }

@@ -420,6 +420,8 @@ static void running_remove(struct run *r, uint32_t j)
     r->st[last].rpos = pos;
     if (r->st[j].exp_end != UINT64_MAX)
         end_remove(r, j);
+    if (r->o.on_end)
+        r->o.on_end(r->o.on_end_arg, j, r->now);
 }
 
 /* Job j runs from now on p (committed to the core). */
