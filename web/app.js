@@ -13,7 +13,8 @@
  * that allows no inline script. Numbers keep their raw API value in a
  * data-v attribute beside the text a person reads, so the browser test
  * (tests/browser/dashboard.test.js) compares the page with the API
- * exactly. main[data-loaded] names the view once it is drawn.
+ * exactly. main[data-loaded] names the view once it is drawn and
+ * main[data-hash] the fragment it was drawn for.
  */
 'use strict';
 
@@ -36,7 +37,7 @@
             else
                 e.setAttribute(k, v === true ? '' : String(v));
         }
-        for (const c of kids.flat())
+        for (const c of kids.flat(Infinity))
             if (c !== null && c !== undefined && c !== false)
                 e.append(c instanceof Node ? c : String(c));
         return e;
@@ -567,6 +568,7 @@
             main.replaceChildren(el('p', {class: 'error', role: 'alert'}, e.message));
         }
         main.dataset.page = name;
+        main.dataset.hash = location.hash;
         main.dataset.loaded = name;
     }
 
