@@ -8,17 +8,13 @@
 # pending with a reason; then the browser test logs in, loads every view
 # and compares what it shows with the API. Screenshots go to
 # $CRATER_ARTIFACTS (default: ./dashboard-artifacts in the build tree).
-# Skips, saying so, where chromium, node or the driver are missing.
+# The static files' headers are checked with curl first; the browser part
+# is skipped, saying so, where chromium, node or the driver are missing.
 set -uo pipefail
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 chromium=${CRATER_CHROMIUM:-$(command -v chromium || true)}
 nodedir=${CRATER_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crater/browser-tests}
 art=${CRATER_ARTIFACTS:-$PWD/dashboard-artifacts}
-skip() { echo "SKIP: $* (scripts/deps.sh test installs it)"; exit 0; }
-[ -n "$chromium" ] && [ -x "$chromium" ] || skip "no chromium"
-command -v node >/dev/null || skip "no node"
-[ -d "$nodedir/node_modules/puppeteer-core" ] || skip "no puppeteer-core in $nodedir"
-
 pass=0 fail=0
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
@@ -85,10 +81,39 @@ wait_for 20 "$wait" '.state == "pending" and (.reason | test("CPU"))' && ok || b
 user=$(curl -s -H "Authorization: Bearer $token" -d '{"role": "user", "tenant": "default", "name": "viewer"}' \
     "$url/api/v1/tokens" | jq -r .token)
 
+# ---- the static files, without a browser ----------------------------------
+hdr() { curl -s -o /dev/null -D - "$url$1" | tr -d '\r'; }
+h=$(hdr /)
+grep -qi '^content-type: text/html; charset=utf-8$' <<<"$h" && ok || bad "/ is text/html"
+grep -qi "^content-security-policy: default-src 'none'; script-src 'self';" <<<"$h" && ok || bad "CSP on /"
+grep -qi 'unsafe-inline\|unsafe-eval' <<<"$h" && bad "CSP allows inline script" || ok
+grep -qi '^x-content-type-options: nosniff$' <<<"$h" && ok || bad "nosniff on /"
+grep -qi '^referrer-policy: no-referrer$' <<<"$h" && ok || bad "no-referrer on /"
+hdr /ui/app.js | grep -qi '^content-type: text/javascript' && ok || bad "app.js Content-Type"
+hdr /ui/app.css | grep -qi '^content-type: text/css' && ok || bad "app.css Content-Type"
+for p in /ui/nope.js /ui/..%2Fapp.js /ui/app.js/x /index.html /web/app.js; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url$p")" = 404 ] && ok || bad "$p is not a 404"
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/api/v1/jobs")" = 401 ] && ok || bad "API without a token"
+curl -s "$url/ui/app.js" | cmp -s - "$src/web/app.js" && ok || bad "app.js is web/app.js"
+curl -s -H "Authorization: Bearer $token" "$url/api/v1/resources?filter=type:gpu" |
+    jq -e '.items | length == 2 and all(.measured.util | type == "number")' >/dev/null &&
+    ok || bad "GPU resources carry measured.util"
+
+# ---- the browser ---------------------------------------------------------------
+browser=""
+if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then browser="no chromium"
+elif ! command -v node >/dev/null; then browser="no node"
+elif [ ! -d "$nodedir/node_modules/puppeteer-core" ]; then browser="no puppeteer-core in $nodedir"
+fi
+if [ -n "$browser" ]; then
+    echo "SKIP: the browser part: $browser (scripts/deps.sh test installs it)"
+else
 DASH_URL=$url TOKEN=$token USER_TOKEN=$user JOB_RUN=$run JOB_LOW=$low JOB_HIGH=$high \
     JOB_WAIT=$wait ARTIFACTS=$art CHROMIUM=$chromium NODE_PATH=$nodedir/node_modules \
     timeout 300 node "$src/tests/browser/dashboard.test.js" && ok || bad "browser test"
 echo "screenshots in $art"
+fi
 
 for j in "$run" "$low" "$wait"; do c cancel "$j" >/dev/null 2>&1; done
 kill -INT "$up"
