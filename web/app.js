@@ -72,7 +72,9 @@
         gib: (b) => (b / GiB).toFixed(b % GiB ? 1 : 0) + ' GiB',
         cores: (m) => (m / 1000).toFixed(m % 1000 ? 1 : 0),
         pct: (f) => (100 * (f || 0)).toFixed(0) + '%',
-        money: (v, cur) => (v || 0).toFixed(4) + (cur ? ' ' + cur : ''),
+        /* micro-units are exact: small amounts keep all six digits */
+        money: (v, cur) => (v || 0).toFixed(v && Math.abs(v) < 0.01 ? 6 : 4) +
+            (cur ? ' ' + cur : ''),
         time: (ms) => (ms ? new Date(ms).toLocaleString() : '-'),
         age: (ms) => {
             const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
