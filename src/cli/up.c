@@ -246,7 +246,8 @@ static void print_banner(crater_daemon_t *d,
                "/NAME/...)\n",
                (unsigned)crater_daemon_gateway_port(d));
     printf("crater %s is up: API on %s, %zu agent%s, data in %s\n"
-           "admin token (also in %s): %s\n\n"
+           "admin token (also in %s): %s\n"
+           "dashboard: %s/ (log in with the token)\n\n"
            "In another shell:\n"
            "  ./crater run --cpu 1 --mem 256Mi -- echo hello from crater\n"
            "  ./crater get jobs\n"
@@ -260,6 +261,7 @@ static void print_banner(crater_daemon_t *d,
            o->data,
            path,
            tok,
+           server,
            found,
            server);
     fflush(stdout);

@@ -332,6 +332,15 @@ static void add_gpus(crater_daemon_t *d,
         json_object_set_new(o, "index", json_integer((json_int_t)g));
         json_object_set_new(o, "allocated_bytes", json_integer(used));
         json_object_set_new(o, "tasks", json_integer(tasks));
+        /* the agent's last sample: what the dashboard's heat map shows */
+        json_object_set_new(o,
+                            "measured",
+                            json_pack("{s:f, s:I}",
+                                      "util",
+                                      n->util.gpu[g],
+                                      "memory_used_bytes",
+                                      (json_int_t)n->util.gpu_used_mib[g]
+                                          << 20));
         json_array_append_new(items, o);
     }
 }

@@ -461,6 +461,8 @@ json_t *service_job_store(const djob_t *j);
 void service_job_load(djob_t *j, json_t *v);
 uint16_t service_gateway_port(const crater_daemon_t *d);
 int api_services_routes(crater_daemon_t *d, crater_error_t *err);
+/* GET / and /ui/{file}: the dashboard (dashboard.c, doc/dashboard.md). */
+int api_dashboard_routes(crater_daemon_t *d, crater_error_t *err);
 /* Shared with api_jobs.c: a new pending job (takes spec and norm on
  * success), name=value in its environment, and taking one out of the
  * table again. */
