@@ -396,7 +396,7 @@ static int transfer(et_t *e,
     return crater_errorf_field(err,
                                CRATER_EUNAVAIL,
                                "store.etcdEndpoints",
-                               "etcd %s%s: %s",
+                               "store.etcdEndpoints: etcd %s%s: %s",
                                e->eps[atomic_load(&e->cur) % e->nep],
                                path,
                                c == CURLE_OK ? "empty answer"
@@ -804,7 +804,8 @@ static int watch_run(watch_t *w, crater_error_t *err)
         return crater_errorf_field(err,
                                    CRATER_EUNAVAIL,
                                    "store.etcdEndpoints",
-                                   "etcd watch ended before revision %lld: %s",
+                                   "store.etcdEndpoints: etcd watch ended "
+                                   "before revision %lld: %s",
                                    (long long)w->target,
                                    curl_easy_strerror(c));
     return 0;
