@@ -58,6 +58,7 @@
 #define REQ_OVERHEAD 8192
 #define DEFAULT_TIMEOUT_MS 10000
 #define POOL_MAX 8
+#define TXN_OPS_MAX 128 /* etcd --max-txn-ops default */
 
 typedef struct buf {
     char *p;
@@ -1041,24 +1042,131 @@ static void finish(et_t *e, req_t *r)
     free(r);
 }
 
+/* Whether r's keys can join a batch already holding the ops of b..last
+ * without two writes to one key or a compare that would see the batch's
+ * own writes (etcd evaluates every compare before any op). */
+static bool disjoint(const req_t *b, const req_t *r)
+{
+    size_t nc, no, mc, mo;
+    const crater__txn_op_t *c = crater__txn_compares(r->txn, &nc);
+    const crater__txn_op_t *o = crater__txn_ops(r->txn, &no);
+
+    for (; b != r; b = b->next) {
+        const crater__txn_op_t *bo = crater__txn_ops(b->txn, &mo);
+        (void)crater__txn_compares(b->txn, &mc);
+        for (size_t i = 0; i < mo; i++) {
+            for (size_t k = 0; k < nc; k++)
+                if (strcmp(bo[i].key, c[k].key) == 0)
+                    return false;
+            for (size_t k = 0; k < no; k++)
+                if (strcmp(bo[i].key, o[k].key) == 0)
+                    return false;
+        }
+    }
+    return true;
+}
+
+static size_t txn_bytes(et_t *e, const crater_txn_t *t)
+{
+    size_t n, total = 0;
+    const crater__txn_op_t *o = crater__txn_ops(t, &n);
+
+    for (size_t i = 0; i < n; i++)
+        total += e->plen + strlen(o[i].key) + o[i].len;
+    return total;
+}
+
+/* Takes the head request and the transactions after it that fit in one
+ * etcd transaction with it (called with e->lock held, queue not empty). */
+static req_t *take_batch(et_t *e)
+{
+    req_t *b = e->head, *r = b;
+    size_t nc, no, cmps = 0, ops = 0, bytes = 0;
+
+    while (r && r->kind == REQ_TXN) {
+        (void)crater__txn_compares(r->txn, &nc);
+        (void)crater__txn_ops(r->txn, &no);
+        cmps += nc;
+        ops += no;
+        bytes += txn_bytes(e, r->txn);
+        if (r != b
+            && (cmps > TXN_OPS_MAX || ops > TXN_OPS_MAX
+                || bytes + REQ_OVERHEAD > e->max_req || !disjoint(b, r)))
+            break;
+        r = r->next;
+    }
+    if (r == b)
+        r = b->next; /* a compaction goes alone */
+    e->head = r;
+    if (!r)
+        e->tail = NULL;
+    for (req_t *x = b; x; x = x->next)
+        if (x->next == r) {
+            x->next = NULL;
+            break;
+        }
+    return b;
+}
+
+/* Group commit: the batch's transactions as one etcd transaction (one
+ * round trip, one etcd fsync). If it does not succeed as a whole (a
+ * compare failed, a lease is missing) each is run on its own, so one
+ * failure fails only its own transaction. */
+static void run_batch(et_t *e, req_t *b)
+{
+    json_t *cmp = json_array(), *ok = json_array(), *body, *r;
+    crater_error_t err;
+
+    for (req_t *x = b; x; x = x->next) {
+        json_t *j = txn_json(e, x->txn);
+        json_array_extend(cmp, json_object_get(j, "compare"));
+        json_array_extend(ok, json_object_get(j, "success"));
+        json_decref(j);
+    }
+    body =
+        json_pack("{s:o, s:o, s:[]}", "compare", cmp, "success", ok, "failure");
+    r = call(e, e->wh, "/v3/kv/txn", body, false, &err);
+    if (r && json_is_true(json_object_get(r, "succeeded"))) {
+        int64_t rev = jint(json_object_get(r, "header"), "revision");
+        for (req_t *x = b; x; x = x->next) {
+            crater_error_clear(&x->err);
+            x->rc = 0;
+            x->rev = rev;
+        }
+    } else {
+        for (req_t *x = b; x; x = x->next)
+            if (!r && err.errnum == CRATER_EUNAVAIL) { /* outcome unknown */
+                x->err = err;
+                x->rc = -1;
+            } else
+                run_req(e, x);
+    }
+    json_decref(r);
+}
+
 static void *writer_main(void *arg)
 {
     et_t *e = arg;
 
     pthread_mutex_lock(&e->lock);
     for (;;) {
-        req_t *r = e->head;
-        if (!r && e->stop)
+        req_t *b = e->head, *next;
+        if (!b && e->stop)
             break;
-        if (!r) {
+        if (!b) {
             pthread_cond_wait(&e->cv, &e->lock);
             continue;
         }
-        if (!(e->head = r->next))
-            e->tail = NULL;
+        b = take_batch(e);
         pthread_mutex_unlock(&e->lock);
-        run_req(e, r);
-        finish(e, r);
+        if (b->next)
+            run_batch(e, b);
+        else
+            run_req(e, b);
+        for (; b; b = next) {
+            next = b->next;
+            finish(e, b);
+        }
         pthread_mutex_lock(&e->lock);
     }
     pthread_mutex_unlock(&e->lock);

@@ -403,6 +403,58 @@ START_TEST(async_in_order_drained_at_close)
 }
 END_TEST
 
+static int grp_rc[21];
+static int64_t grp_rev[21];
+static char grp_field[CRATER_ERROR_FIELD];
+
+static void grp_cb(int rc, int64_t rev, const crater_error_t *err, void *p)
+{
+    intptr_t i = (intptr_t)p;
+
+    grp_rc[i] = rc;
+    grp_rev[i] = rev;
+    if (rc < 0)
+        snprintf(grp_field, sizeof(grp_field), "%s", err->field);
+}
+
+/* Queued transactions on distinct keys are group-committed; one whose
+ * compare fails fails alone. */
+START_TEST(group_commit_isolates_failures)
+{
+    crater_store_t *st = open_prefix("/t9/");
+    int64_t b = crater_store_revision(st);
+    crater_error_t err;
+    char key[16];
+
+    for (intptr_t i = 0; i < 21; i++) {
+        crater_txn_t *t = crater_txn_create();
+        snprintf(key, sizeof(key), "k%02d", (int)i);
+        if (i == 10)
+            ck_assert_int_eq(crater_txn_expect(t, key, 12345, &err), 0);
+        ck_assert_int_eq(crater_txn_put(t, key, "v", 1, 0, &err), 0);
+        ck_assert_int_eq(crater_store_commit_async(st,
+                                                   t,
+                                                   grp_cb,
+                                                   (void *)i,
+                                                   &err),
+                         0);
+    }
+    crater_store_close(st);
+    for (int i = 0; i < 21; i++) {
+        ck_assert_int_eq(grp_rc[i], i == 10 ? -1 : 0);
+        if (i > 0 && i != 10 && i != 11)
+            ck_assert_int_ge(grp_rev[i], grp_rev[i - 1]);
+        if (i != 10)
+            ck_assert_int_gt(grp_rev[i], b);
+    }
+    ck_assert_str_eq(grp_field, "k10");
+    st = open_prefix("/t9/");
+    check_absent(st, "k10");
+    check_kv(st, "k20", "v", grp_rev[20], grp_rev[20], 1);
+    crater_store_close(st);
+}
+END_TEST
+
 START_TEST(request_size_limit)
 {
     crater_store_t *st = open_prefix("/t7/");
@@ -477,6 +529,7 @@ static Suite *etcd_suite(void)
     tcase_add_test(tc, compaction);
     tcase_add_test(tc, leases);
     tcase_add_test(tc, async_in_order_drained_at_close);
+    tcase_add_test(tc, group_commit_isolates_failures);
     tcase_add_test(tc, request_size_limit);
     tcase_add_test(tc, endpoint_failover);
     suite_add_tcase(s, tc);
