@@ -998,10 +998,12 @@ static int check_size(et_t *e, const crater_txn_t *t, crater_error_t *err)
 
 static int run_compact(et_t *e, int64_t rev, crater_error_t *err)
 {
-    json_t *b = json_object(), *r;
+    json_t *b, *r;
 
     if (rev <= atomic_load(&e->compacted))
         return 0;
+    if (!(b = json_object()))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     set_i64(b, "revision", rev);
     json_object_set_new(b, "physical", json_true());
     r = call(e, e->wh, "/v3/kv/compaction", b, true, err);
