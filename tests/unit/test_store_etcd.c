@@ -7,7 +7,8 @@
  * no-op transactions, the change feed (watch) with limits and deletes,
  * compaction (ESTALE, ERANGE, rediscovered at reopen), leases, async
  * commits in order and drained at close, the request-size limit, endpoint
- * failover and prefix isolation. Exits 77 (ctest: skipped) without etcd. */
+ * failover, prefix isolation and etcd auth (user/password). Exits 77 (ctest:
+ * skipped) without etcd. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
@@ -517,6 +518,44 @@ START_TEST(endpoint_failover)
 }
 END_TEST
 
+/* Last: turns etcd auth on (the cases after it would need credentials). */
+START_TEST(auth_user_password)
+{
+    char cmd[512], *eps[] = {client_url, NULL};
+    crater_store_etcd_opts_t o = {.endpoints = eps,
+                                  .prefix = "/t10/",
+                                  .user = "root",
+                                  .password = "pw"};
+    crater_error_t err;
+    crater_store_t *st;
+
+    snprintf(cmd,
+             sizeof(cmd),
+             "ETCDCTL_API=3 etcdctl --endpoints %s user add root "
+             "--new-user-password=pw >/dev/null && ETCDCTL_API=3 etcdctl "
+             "--endpoints %s auth enable >/dev/null",
+             client_url,
+             client_url);
+    ck_assert_int_eq(system(cmd), 0);
+    st = crater_store_open_etcd(&o, &err);
+    ck_assert_msg(st != NULL, "open with auth: %s", err.text);
+    ck_assert_int_gt(put(st, "k", "v"), 0);
+    check_kv(st,
+             "k",
+             "v",
+             crater_store_revision(st),
+             crater_store_revision(st),
+             1);
+    crater_store_close(st);
+    o.password = "wrong";
+    ck_assert_ptr_null(crater_store_open_etcd(&o, &err));
+    ck_assert_int_eq(err.errnum, CRATER_EAUTH);
+    ck_assert_str_eq(err.field, "store.etcdUser");
+    o.user = NULL;
+    ck_assert_ptr_null(crater_store_open_etcd(&o, &err));
+}
+END_TEST
+
 static Suite *etcd_suite(void)
 {
     Suite *s = suite_create("store_etcd");
@@ -532,6 +571,7 @@ static Suite *etcd_suite(void)
     tcase_add_test(tc, group_commit_isolates_failures);
     tcase_add_test(tc, request_size_limit);
     tcase_add_test(tc, endpoint_failover);
+    tcase_add_test(tc, auth_user_password);
     suite_add_tcase(s, tc);
     return s;
 }
