@@ -532,8 +532,8 @@ START_TEST(auth_user_password)
     snprintf(cmd,
              sizeof(cmd),
              "ETCDCTL_API=3 etcdctl --endpoints %s user add root "
-             "--new-user-password=pw >/dev/null && ETCDCTL_API=3 etcdctl "
-             "--endpoints %s auth enable >/dev/null",
+             "--new-user-password=pw >/dev/null 2>&1 && ETCDCTL_API=3 etcdctl "
+             "--endpoints %s auth enable >/dev/null 2>&1",
              client_url,
              client_url);
     ck_assert_int_eq(system(cmd), 0);
