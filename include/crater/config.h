@@ -122,9 +122,16 @@ typedef struct crater_config {
         uint64_t max_bytes; /* logs.maxBytes (per stream and attempt) */
     } logs;
     struct {
-        crater_store_backend_t backend; /* store.backend */
-        char **etcd_endpoints;          /* store.etcdEndpoints */
-        uint64_t history_retention_ms;  /* store.historyRetention, 0 = all */
+        crater_store_backend_t backend;  /* store.backend */
+        char **etcd_endpoints;           /* store.etcdEndpoints */
+        char *etcd_prefix;               /* store.etcdPrefix */
+        char *etcd_ca_file;              /* store.etcdCaFile, "none" */
+        char *etcd_cert_file;            /* store.etcdCertFile, "none" */
+        char *etcd_key_file;             /* store.etcdKeyFile, "none" */
+        char *etcd_user;                 /* store.etcdUser, "none" */
+        char *etcd_password;             /* store.etcdPassword, "none" */
+        uint64_t etcd_max_request_bytes; /* store.etcdMaxRequestBytes */
+        uint64_t history_retention_ms;   /* store.historyRetention, 0 = all */
     } store;
     struct {
         char *currency;            /* cost.currency */

@@ -376,11 +376,30 @@ static const row_t rows[] = {
 
 {"store.backend", T_ENUM, F(store.backend), "sqlite", 0, 0, 0, backend_names,
  NULL, "Where the control plane keeps its state: sqlite (embedded, under "
- "dataDir) or etcd (replicated; designed, not in this release: craterd "
- "refuses it at start)."},
+ "dataDir) or etcd (replicated, through etcd's v3 JSON gateway; the "
+ "store.etcd* keys, doc/store.md)."},
 {"store.etcdEndpoints", T_STRV, F(store.etcd_endpoints), "[]", 0, 0, 0, NULL,
  check_urls, "etcd client URLs (http:// or https://); required when "
  "backend is etcd."},
+{"store.etcdPrefix", T_STRING, F(store.etcd_prefix), "/crater/", 0, 0, 0,
+ NULL, NULL, "Prefix of every key craterd writes in etcd (several "
+ "clusters may share one etcd under different prefixes)."},
+{"store.etcdCaFile", T_STRING, F(store.etcd_ca_file), "none", 0, 0, 0, NULL,
+ NULL, "CA bundle that verifies etcd's https:// certificate; none: the "
+ "system's."},
+{"store.etcdCertFile", T_STRING, F(store.etcd_cert_file), "none", 0, 0, 0,
+ NULL, NULL, "TLS client certificate for etcd (with etcdKeyFile); none: "
+ "no client certificate."},
+{"store.etcdKeyFile", T_STRING, F(store.etcd_key_file), "none", 0, 0, 0,
+ NULL, NULL, "Private key of etcdCertFile."},
+{"store.etcdUser", T_STRING, F(store.etcd_user), "none", 0, 0, 0, NULL, NULL,
+ "etcd user (etcd auth enabled); none: no authentication."},
+{"store.etcdPassword", T_STRING, F(store.etcd_password), "none", 0, 0, 0,
+ NULL, NULL, "Password of etcdUser (keep this file mode 0600)."},
+{"store.etcdMaxRequestBytes", T_BYTES, F(store.etcd_max_request_bytes),
+ "1536Ki", 65536, 1024.0 * 1024 * 1024, 0, NULL, NULL,
+ "etcd's --max-request-bytes: a transaction larger than this (less 8 KiB) "
+ "is refused before it is sent, naming its largest key."},
 {"store.historyRetention", T_DURATION, F(store.history_retention_ms), "5m", 0,
  3650 * DAY_MS, 0, NULL, NULL,
  "How long the store keeps its change history (every revision of every "

@@ -360,7 +360,21 @@ static void flush_rows(crater_daemon_t *d, int64_t now)
         persist_commit_marker(d, flush_done, d->cost);
 }
 
-/* Rows past cost.retention leave memory and the store, hourly. */
+static void expire_done(int rc,
+                        int64_t rev,
+                        const crater_error_t *err,
+                        void *arg)
+{
+    (void)rev;
+    (void)arg;
+    if (rc < 0)
+        crater_log(LOG_WARNING,
+                   "cost: deleting expired rows failed: %s",
+                   err ? err->text : "");
+}
+
+/* Rows past cost.retention leave memory and the store, hourly (no commit
+   when none has expired). */
 static void expire_rows(crater_daemon_t *d, int64_t now)
 {
     int64_t before = now - (int64_t)d->cfg.cost.retention_ms;
@@ -368,6 +382,7 @@ static void expire_rows(crater_daemon_t *d, int64_t now)
     const crater_cost_row_t *rows = crater_ledger_rows(d->cost->ledger, &n);
     crater_txn_t *t;
     crater_error_t err;
+    size_t ndel = 0;
     char key[96];
 
     if (now - d->cost->expired_ms < CRATER_COST_HOUR_MS
@@ -382,10 +397,14 @@ static void expire_rows(crater_daemon_t *d, int64_t now)
                  KEY_COST "%013" PRId64 "/%06" PRIu32,
                  rows[i].hour_ms,
                  rows[i].node);
-        crater_txn_delete(t, key, &err);
+        ndel += crater_txn_delete(t, key, &err) == 0;
     }
     crater_ledger_expire(d->cost->ledger, before);
-    if (crater_store_commit_async(d->store, t, NULL, NULL, &err) < 0)
+    if (!ndel) {
+        crater_txn_destroy(t);
+        return;
+    }
+    if (crater_store_commit_async(d->store, t, expire_done, NULL, &err) < 0)
         crater_log(LOG_WARNING, "cost: cannot expire rows: %s", err.text);
 }
 

@@ -77,6 +77,29 @@ fail:
                                strerror(errno));
 }
 
+/* "none" in the config means unset. */
+static const char *opt_str(const char *s)
+{
+    return s && strcmp(s, "none") != 0 ? s : NULL;
+}
+
+/* The etcd store from the store.etcd* keys. */
+static crater_store_t *open_etcd(const crater_config_t *c, crater_error_t *err)
+{
+    crater_store_etcd_opts_t o = {
+        .endpoints = c->store.etcd_endpoints,
+        .prefix = c->store.etcd_prefix,
+        .ca_file = opt_str(c->store.etcd_ca_file),
+        .cert_file = opt_str(c->store.etcd_cert_file),
+        .key_file = opt_str(c->store.etcd_key_file),
+        .user = opt_str(c->store.etcd_user),
+        .password = opt_str(c->store.etcd_password),
+        .max_request_bytes = (size_t)c->store.etcd_max_request_bytes,
+    };
+
+    return crater_store_open_etcd(&o, err);
+}
+
 static int open_parts(crater_daemon_t *d,
                       const crater_daemon_opts_t *o,
                       crater_error_t *err)
@@ -110,13 +133,8 @@ static int open_parts(crater_daemon_t *d,
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (d->cfg.store.backend != CRATER_STORE_SQLITE)
-        return crater_errorf_field(err,
-                                   CRATER_EUNAVAIL,
-                                   "store.backend",
-                                   "store.backend: etcd is not available "
-                                   "in this release (the interface is ready,"
-                                   " see doc/store.md); use sqlite");
+    if (d->cfg.store.backend == CRATER_STORE_ETCD)
+        return (d->store = open_etcd(&d->cfg, err)) ? 0 : -1;
     snprintf(path, sizeof(path), "%s/crater.db", d->data_dir);
     if (!(d->store = crater_store_open_sqlite(path, &so, err)))
         return -1;

@@ -64,6 +64,27 @@ crater_store_t *crater_store_open_sqlite(const char *path,
                                          const crater_store_opts_t *opts,
                                          crater_error_t *err);
 
+/* The etcd backend (src/store/etcd.c): etcd 3.4+ through its v3 JSON
+ * gateway. Every key is stored as prefix + key. Strings are copied. */
+typedef struct crater_store_etcd_opts {
+    char *const *endpoints; /* NULL-terminated client URLs, tried in order;
+                               the next one on a connection error */
+    const char *prefix;     /* key prefix, "" allowed; NULL = "/crater/" */
+    const char *ca_file;    /* TLS: CA bundle; NULL = system default */
+    const char *cert_file;  /* TLS client certificate; NULL = none */
+    const char *key_file;   /* its private key */
+    const char *user;       /* etcd auth; NULL = auth off */
+    const char *password;
+    size_t max_request_bytes; /* etcd's --max-request-bytes; 0 = 1.5 MiB */
+    int64_t timeout_ms;       /* per request; 0 = 10 s */
+} crater_store_etcd_opts_t;
+
+/* Connects (reading the revision and the compacted revision) and starts
+ * the writer thread. NULL with EUNAVAIL when no endpoint answers, EAUTH on
+ * bad credentials, EINVAL naming the option for bad options. */
+crater_store_t *crater_store_open_etcd(const crater_store_etcd_opts_t *opts,
+                                       crater_error_t *err);
+
 /* Finishes every queued write (their callbacks run), stops the writer and
  * closes the database. No other thread may use st once close has started.
  * NULL ok. */

@@ -534,6 +534,7 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 16);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "cost")), 17);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "store")), 10);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
                                          "backend")),
