@@ -1,0 +1,28 @@
+/* k8s_env.h - the environment a Kubernetes pod needs to use the GPUs
+ * Crater placed it on: the same variables the agent sets for a task
+ * (doc/gpu-sharing.md), written as Kubernetes EnvVar objects. Shared by
+ * craterd's scheduler extender (the bind answer) and `crater export k8s`
+ * (the manifest), so both say the same thing. Pure: no I/O.
+ */
+#ifndef CRATER_NET_K8S_ENV_H
+#define CRATER_NET_K8S_ENV_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Where the interposer is installed on a node (doc/gpu-sharing.md). */
+#define CRATER_K8S_GPUSLICE_LIB "/usr/lib/crater/libcrater-gpuslice.so"
+
+/* [{"name", "value"}...] for placement, a placement object of doc/api.md
+ * ({"gpus": [{"uuid", "memory_bytes"}...], "whole_gpus"}):
+ * CUDA_VISIBLE_DEVICES (the GPUs' UUIDs in placement order) and
+ * CUDA_DEVICE_ORDER; for slices (whole_gpus false) also LD_PRELOAD,
+ * CRATER_GPUSLICE_FILE (/dev/shm/crater-k8s-KEY.slice) and
+ * CRATER_GPUSLICE_CTX_OVERHEAD (ctx_bytes). A placement without GPUs
+ * gives []. Missing fields read as empty. Caller must json_decref(); NULL
+ * on ENOMEM. */
+json_t *crater__k8s_slice_env(const json_t *placement,
+                              uint64_t ctx_bytes,
+                              const char *key);
+
+#endif
