@@ -190,7 +190,9 @@ int crater_sched_place_bruteforce(crater_sched_t *s,
 
 /* Evaluate req on one node only (filters, then the policy's score):
  * 0 with *out filled when it fits, -1 with *why (static text, may be
- * NULL) naming the first filter that refused it. Changes nothing. */
+ * NULL) naming the first filter that refused it. out->score is the
+ * policy's score without the first-fit bias (the caller names the nodes,
+ * so there is no order to favour). Changes nothing. */
 int crater_sched_place_on(crater_sched_t *s,
                           const crater_request_t *req,
                           uint32_t node,

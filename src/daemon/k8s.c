@@ -403,11 +403,12 @@ static json_t *priorities(const ext_args_t *a, const k8s_eval_t *ev)
     for (size_t i = 0; i < n; i++) {
         int64_t s = 0;
         if (ev[i].state == 0)
-            s = hi > lo ? 1
-                              + (int64_t)((K8S_SCORE_MAX - 1)
-                                              * (ev[i].score - lo) / (hi - lo)
-                                          + 0.5)
-                        : K8S_SCORE_MAX;
+            s = hi - lo > 1e-9
+                    ? 1
+                          + (int64_t)((K8S_SCORE_MAX - 1) * (ev[i].score - lo)
+                                          / (hi - lo)
+                                      + 0.5)
+                    : K8S_SCORE_MAX;
         json_array_append_new(out,
                               json_pack("{s:s, s:I}",
                                         "Host",

@@ -411,7 +411,7 @@ int crater_sched_place_bruteforce(crater_sched_t *s,
 
 /* One named node, as the Kubernetes extender asks: the same filters and
  * score as a full scan, on that node only (no class index: the caller
- * names the nodes). */
+ * names the nodes), and the score without the first-fit bias. */
 int crater_sched_place_on(crater_sched_t *s,
                           const crater_request_t *r,
                           uint32_t node,
@@ -431,6 +431,7 @@ int crater_sched_place_on(crater_sched_t *s,
         return -1;
     }
     *out = c.p;
+    out->score = c.raw; /* named nodes have no order: no first-fit bias */
     return 0;
 }
 
