@@ -10,6 +10,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "crater/jobspec.h"
+
 /* Where the interposer is installed on a node (doc/gpu-sharing.md). */
 #define CRATER_K8S_GPUSLICE_LIB "/usr/lib/crater/libcrater-gpuslice.so"
 
@@ -24,5 +26,19 @@
 json_t *crater__k8s_slice_env(const json_t *placement,
                               uint64_t ctx_bytes,
                               const char *key);
+
+/* The Kubernetes object equal to spec (`crater export k8s`): a v1 Pod,
+ * or a batch/v1 Job (Indexed, completions = parallelism = replicas) for
+ * a multi-replica job. Resources: cpu and memory requests; whole GPUs as
+ * nvidia.com/gpu limits; a slice as the crater.io/gpu and
+ * crater.io/gpu-memory annotations (what the extender reads). placement:
+ * the job object of doc/api.md when the job is placed (NULL when not):
+ * its node(s) become a required node affinity on kubernetes.io/hostname
+ * and, for a Pod, its GPUs the slice environment. ctx_bytes: the context
+ * overhead for the environment. Caller must json_decref(); NULL on
+ * ENOMEM. */
+json_t *crater__k8s_manifest(const crater_jobspec_t *spec,
+                             const json_t *job,
+                             uint64_t ctx_bytes);
 
 #endif
