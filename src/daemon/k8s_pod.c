@@ -61,8 +61,8 @@ static int mantissa_milli(const char *s, size_t n, uint64_t *out)
     uint64_t v = 0;
     int frac = -1; /* digits after the point so far; -1 before it */
 
-    if (n == 0)
-        return -1;
+    if (n == 0 || (n == 1 && s[0] == '.'))
+        return -1; /* "." alone is no number; ".5" is one */
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '.' && frac < 0) {
             frac = 0;
@@ -89,11 +89,13 @@ int k8s_quantity_milli(const char *q, uint64_t *out)
 
     if (n > 1 && digits == n - 1 && q[n - 1] == 'm') /* "500m" */
         return mantissa_milli(q, digits, &m) < 0 ? -1 : (*out = m / 1000, 0);
-    for (const qsuffix_t *s = qsuffixes; digits; s++)
-        if (strcmp(q + digits, s->s) == 0) {
-            if (mantissa_milli(q, digits, &m) < 0 || m > UINT64_MAX / s->mul)
+    for (size_t i = 0; digits && i < sizeof(qsuffixes) / sizeof(*qsuffixes);
+         i++)
+        if (strcmp(q + digits, qsuffixes[i].s) == 0) {
+            uint64_t mul = qsuffixes[i].mul;
+            if (mantissa_milli(q, digits, &m) < 0 || m > UINT64_MAX / mul)
                 return -1;
-            *out = m * s->mul;
+            *out = m * mul;
             return 0;
         }
     return -1;
