@@ -28,6 +28,10 @@ check "cpu and memory requests" "$tmp/pod.json" '.spec.containers[0].resources.r
 check "unplaced: no affinity, no GPU env" "$tmp/pod.json" '.spec.affinity == null and .spec.containers[0].env == null'
 "$bin" export k8s "$src/examples/jobs/bert-finetune.yaml" >"$tmp/pod.yaml" && ok || bad "export as YAML"
 grep -q '^"kind": "Pod"' "$tmp/pod.yaml" && ok || bad "YAML output"
+if python3 -c 'import yaml' 2>/dev/null; then # the YAML is the same object
+    python3 -c 'import json, sys, yaml; sys.exit(yaml.safe_load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+        "$tmp/pod.yaml" "$tmp/pod.json" && ok || bad "YAML and JSON outputs differ"
+fi
 "$bin" export k8s "$src/examples/jobs/train-ddp.yaml" -o json >"$tmp/job.json" && ok || bad "export train-ddp"
 check "replicas: an Indexed batch/v1 Job, whole GPUs as nvidia.com/gpu" "$tmp/job.json" '.apiVersion == "batch/v1" and .kind == "Job" and .spec.completions == 2 and .spec.parallelism == 2 and .spec.completionMode == "Indexed" and .spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"] == "8" and (.spec.template.spec.containers[0].env | map(.name) | index("NCCL_DEBUG") != null)'
 printf 'name: x\ncommand: [a]\nresources: {memory: 3 apples}\n' >"$tmp/bad.yaml"
