@@ -124,9 +124,17 @@ typedef struct ext_args {
 /* Only the extender/v1 keys; anything else is a misconfigured caller. */
 static int keys_only(json_t *o, const char *const *keys, crater_error_t *err)
 {
+    char want[128] = "";
+    size_t off = 0;
     const char *k;
     json_t *v;
 
+    for (size_t i = 0; keys[i] && off < sizeof(want); i++)
+        off += (size_t)snprintf(want + off,
+                                sizeof(want) - off,
+                                "%s%s",
+                                i ? ", " : "",
+                                keys[i]);
     json_object_foreach(o, k, v)
     {
         size_t i = 0;
@@ -136,16 +144,9 @@ static int keys_only(json_t *o, const char *const *keys, crater_error_t *err)
             return crater_errorf_field(err,
                                        CRATER_EFIELD,
                                        k,
-                                       "%s: unknown field (expected %s%s%s"
-                                       "%s%s%s%s)",
+                                       "%s: unknown field (expected %s)",
                                        k,
-                                       keys[0],
-                                       keys[1] ? ", " : "",
-                                       keys[1] ? keys[1] : "",
-                                       keys[1] && keys[2] ? ", " : "",
-                                       keys[1] && keys[2] ? keys[2] : "",
-                                       keys[2] && keys[3] ? ", " : "",
-                                       keys[2] && keys[3] ? keys[3] : "");
+                                       want);
     }
     return 0;
 }
