@@ -188,6 +188,17 @@ int crater_sched_place_bruteforce(crater_sched_t *s,
                                   crater_placement_t *out,
                                   crater_error_t *err);
 
+/* Evaluate req on one node only (filters, then the policy's score):
+ * 0 with *out filled when it fits, -1 with *why (static text, may be
+ * NULL) naming the first filter that refused it. out->score is the
+ * policy's score without the first-fit bias (the caller names the nodes,
+ * so there is no order to favour). Changes nothing. */
+int crater_sched_place_on(crater_sched_t *s,
+                          const crater_request_t *req,
+                          uint32_t node,
+                          crater_placement_t *out,
+                          const char **why);
+
 /* Charge p to the cluster as task id (unique, caller-chosen). req gives
  * the priority/preemptibility recorded for the preemption planner. */
 int crater_sched_commit(crater_sched_t *s,

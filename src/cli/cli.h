@@ -58,6 +58,8 @@ int cli_top(int argc, char **argv);
 int cli_cost(int argc, char **argv);
 int cli_nodes(int argc, char **argv);
 int cli_token(int argc, char **argv);
+/* export k8s (export.c): a job spec as a Kubernetes manifest. */
+int cli_export(int argc, char **argv);
 
 /* "-o json|yaml|text" value to a format; -1 when unknown. */
 int cli_parse_format(const char *s);

@@ -34,6 +34,9 @@ static const struct cli_cmd commands[] = {
     {"cost", cli_cost, "cost by job|tenant|user|node|resource over a window"},
     {"nodes", cli_nodes, "nodes cordon|uncordon|drain NAME (admin)"},
     {"token", cli_token, "token create --role user --tenant T (admin)"},
+    {"export",
+     cli_export,
+     "export k8s JOB.yaml [--job ID]: a Kubernetes manifest"},
     {"version", cli_version, "print the version"},
     {NULL, NULL, NULL},
 };

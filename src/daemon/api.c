@@ -286,7 +286,7 @@ int api_add_routes(crater_daemon_t *d, crater_error_t *err)
                    || api_services_routes(d, err) < 0
                    || api_admin_routes(d, err) < 0
                    || api_typical_routes(d, err) < 0
-                   || api_cost_routes(d, err) < 0
+                   || api_k8s_routes(d, err) < 0 || api_cost_routes(d, err) < 0
                    || api_audit_routes(d, err) < 0
                    || api_dashboard_routes(d, err) < 0
                ? -1

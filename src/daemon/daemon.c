@@ -128,7 +128,7 @@ static int open_parts(crater_daemon_t *d,
         || !(d->twin = crater_sched_create(&d->cfg, d->kb, &sched_env)))
         return crater_errorf(err, CRATER_ENOMEM, "cannot create scheduler");
     if (loop_init(d, err) < 0 || typical_init(d, err) < 0
-        || metrics_setup(d, err) < 0)
+        || k8s_init(d, err) < 0 || metrics_setup(d, err) < 0)
         return -1;
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
@@ -457,6 +457,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     free(d->share_buf);
     free(d->ends_buf);
     typical_free(d);
+    k8s_free(d);
     cost_free(d);
     audit_free(d);
     ops_metrics_free(d);

@@ -227,6 +227,7 @@ struct crater_daemon {
      * scheduler.typicalTasks off); stale: a node came since its install */
     crater_typhist_t *typ;
     bool typ_stale;
+    struct k8s_state *k8s; /* k8s.c: the scheduler extender's pods */
     crater_queue_t *queue;
     crater_profiles_t *profiles; /* shared: the admin's */
     struct tprofiles {           /* each tenant's own, under prof_lock */
@@ -719,6 +720,31 @@ int api_register(crater_daemon_t *d,
 int api_add_routes(crater_daemon_t *d, crater_error_t *err);
 int api_jobs_routes(crater_daemon_t *d, crater_error_t *err);
 int api_typical_routes(crater_daemon_t *d, crater_error_t *err);
+
+/* ---- k8s.c, k8s_pod.c ------------------------------------------------------
+ *
+ * The kube-scheduler extender (doc/kubernetes.md). */
+/* What a v1.Pod asks; strings borrowed from the pod's JSON. */
+typedef struct k8s_pod {
+    const char *name, *ns, *uid;
+    json_t *annotations; /* borrowed; NULL when none */
+    uint32_t gpus;
+    uint64_t gpu_mem_bytes; /* per GPU; 0: whole GPUs */
+    uint64_t cpu_milli, mem_bytes;
+} k8s_pod_t;
+/* A Kubernetes quantity ("500m", "2", "20Gi", "1e3" is refused) in
+ * thousandths of its unit; -1 when it is not one or overflows. */
+int k8s_quantity_milli(const char *q, uint64_t *out);
+/* Read pod (v1.Pod JSON); errors name the field ("Pod.spec..."). */
+int k8s_pod_read(json_t *pod, k8s_pod_t *out, crater_error_t *err);
+/* The Crater job spec of p, defaults applied (caller destroys). */
+int k8s_pod_spec(crater_daemon_t *d,
+                 const k8s_pod_t *p,
+                 crater_jobspec_t **spec,
+                 crater_error_t *err);
+int k8s_init(crater_daemon_t *d, crater_error_t *err);
+void k8s_free(crater_daemon_t *d);
+int api_k8s_routes(crater_daemon_t *d, crater_error_t *err);
 
 /* ---- typical.c ------------------------------------------------------------
  *

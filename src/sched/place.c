@@ -409,6 +409,32 @@ int crater_sched_place_bruteforce(crater_sched_t *s,
     return 0;
 }
 
+/* One named node, as the Kubernetes extender asks: the same filters and
+ * score as a full scan, on that node only (no class index: the caller
+ * names the nodes), and the score without the first-fit bias. */
+int crater_sched_place_on(crater_sched_t *s,
+                          const crater_request_t *r,
+                          uint32_t node,
+                          crater_placement_t *out,
+                          const char **why)
+{
+    struct sched_ctx c;
+
+    if (node >= s->n) {
+        if (why)
+            *why = "no such node";
+        return -1;
+    }
+    if (sched__eval(s, node, r, &c) < 0) {
+        if (why)
+            *why = c.why ? c.why : "does not fit";
+        return -1;
+    }
+    *out = c.p;
+    out->score = c.raw; /* named nodes have no order: no first-fit bias */
+    return 0;
+}
+
 /* ---- requests
  * ------------------------------------------------------------------ */
 
