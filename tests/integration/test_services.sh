@@ -37,8 +37,8 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 c() { "$bin" "$@" --server "$url" --token "$token"; }
 svc() { c describe service "$1" -o json 2>/dev/null; }
-wait_svc() { # wait_svc SECONDS NAME JQ_FILTER
-    local t=$(($1 * 10)) i
+wait_svc() { # wait_svc SECONDS NAME JQ_FILTER (bounds x3: a loaded CI
+    local t=$(($1 * 30)) i   # machine slows the probes and the load)
     for i in $(seq 1 "$t"); do
         svc "$2" | jq -e "$3" >/dev/null 2>&1 && return 0
         sleep 0.1
