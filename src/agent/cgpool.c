@@ -22,13 +22,16 @@
  * cgroup; more would count against the next task). Anything else is
  * removed as before. At most CGPOOL_MAX are kept per agent.
  *
- * Names: the prefix comes from the agent's data directory, so an agent
- * that restarts on the same DATA finds its own: cgpool_init() (after
- * adoption, before the threads) keeps the cgroups of adopted tasks and
- * removes every other one of its prefix, killing what is still in it (a
- * task whose start was interrupted before its record was written). New
- * names count up from past the largest <n> found. cgpool_close() removes
- * the kept ones, so a stopped agent leaves no cgroup.
+ * Names: pool-<hash of the agent's DATA>-<pid>-<n>, so an agent that
+ * restarts on the same DATA finds its own, and a new pid never meets an
+ * old name. cgpool_init() (after adoption, before the threads) keeps the
+ * cgroups of adopted tasks and removes every other one of its DATA,
+ * killing what is still in it (a task whose start was interrupted before
+ * its record was written); it also removes the empty kept cgroups of any
+ * agent whose process is gone (killed with -9 and never started again on
+ * its DATA: a test's, a decommissioned node's), so they do not pile up
+ * on the machine. cgpool_close() removes the kept ones, so a stopped
+ * agent leaves no cgroup.
  *
  * A cgroup that is not kept is removed; when the kernel says EBUSY after
  * the usual 200 ms of retries (processes killed but not yet reaped by the
@@ -39,10 +42,12 @@
  * Locking: cgpool_mu guards the kept list and the counter; the cgroup
  * writes run outside it.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/internal.h"
 #include "crater/log.h"
@@ -66,14 +71,19 @@ static bool adopted_name(const crater_agent_t *a, const char *name)
     return false;
 }
 
-/* The <n> of "<prefix><n>", or -1. */
-static long pool_number(const crater_agent_t *a, const char *name)
+/* "pool-<hash>-<pid>-<n>": its hash and pid; false for other names. */
+static bool parse_name(const char *name, unsigned *hash, long *pid)
 {
-    const char *p = name + strlen(a->cg_prefix);
-    char *end;
-    long n = strtol(p, &end, 10);
+    unsigned n;
+    int end = 0;
 
-    return *p && !*end && n >= 0 ? n : -1;
+    return sscanf(name, "pool-%8x-%ld-%u%n", hash, pid, &n, &end) == 3
+           && name[end] == '\0' && *pid > 0;
+}
+
+static bool alive(long pid)
+{
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
 /* A cgroup that would not go yet (EBUSY: killed processes not reaped by
@@ -91,33 +101,47 @@ static void doom(crater_agent_t *a, const char *name)
     pthread_mutex_unlock(&a->cgpool_mu);
 }
 
+/* One kept cgroup found at start: ours from an earlier run (not held by
+   an adopted task: its processes killed, removed), or another agent's
+   whose process is gone (removed when empty: a non-empty one may be a
+   task its agent will adopt when it comes back). */
+static void sweep_one(crater_agent_t *a, const char *name, unsigned mine)
+{
+    unsigned hash;
+    long pid;
+    crater_error_t e;
+
+    if (!parse_name(name, &hash, &pid) || adopted_name(a, name))
+        return;
+    if (hash != mine
+        && (alive(pid) || !crater_cg_reusable(a->cg, name, UINT64_MAX)))
+        return;
+    if (hash == mine)
+        crater_cg_kill(a->cg, name, SIGKILL, NULL);
+    if (crater_cg_destroy(a->cg, name, &e) < 0) {
+        crater_log(LOG_WARNING,
+                   "cgroup %s of an earlier agent: %s (tried again later)",
+                   name,
+                   e.text);
+        doom(a, name);
+    }
+}
+
 int cgpool_init(crater_agent_t *a, crater_error_t *err)
 {
     char real[4096], **names = NULL;
-    crater_error_t e;
+    unsigned mine = fnv1a(realpath(a->data_dir, real) ? real : a->data_dir);
     size_t n = 0;
-    long k;
 
     snprintf(a->cg_prefix,
              sizeof(a->cg_prefix),
-             "pool-%08x-",
-             fnv1a(realpath(a->data_dir, real) ? real : a->data_dir));
-    if (crater_cg_list(a->cg, a->cg_prefix, &names, &n, err) < 0)
+             "pool-%08x-%ld-",
+             mine,
+             (long)getpid());
+    if (crater_cg_list(a->cg, "pool-", &names, &n, err) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        if ((k = pool_number(a, names[i])) >= (long)a->cg_next)
-            a->cg_next = (unsigned)k + 1;
-        if (adopted_name(a, names[i]))
-            continue;
-        crater_cg_kill(a->cg, names[i], SIGKILL, NULL);
-        if (crater_cg_destroy(a->cg, names[i], &e) < 0) {
-            crater_log(LOG_WARNING,
-                       "cgroup %s of an earlier agent: %s (tried again later)",
-                       names[i],
-                       e.text);
-            doom(a, names[i]);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        sweep_one(a, names[i], mine);
     crater_cg_paths_free(names, n);
     return 0;
 }

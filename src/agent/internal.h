@@ -182,7 +182,7 @@ struct crater_agent {
 
     /* cgpool.c: finished tasks' cgroups kept for the next ones */
     pthread_mutex_t cgpool_mu;
-    char cg_prefix[24]; /* "pool-<hash of DATA>-" */
+    char cg_prefix[40]; /* "pool-<hash of DATA>-<pid>-" */
     cgpool_ent_t cgpool[CGPOOL_MAX];
     size_t ncgpool;
     unsigned cg_next;              /* the next <n> of a new one */
