@@ -187,11 +187,12 @@ static int join(
     return 0;
 }
 
+/* 1 when made, 0 when it was there, -1 on error. */
 static int make_dir(const char *path, crater_error_t *err)
 {
-    if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return sys_err(err, path);
-    return 0;
+    if (mkdir(path, 0755) == 0)
+        return 1;
+    return errno == EEXIST ? 0 : sys_err(err, path);
 }
 
 /* ---- pure parsers ---- */
@@ -761,21 +762,27 @@ static unsigned v1_skip(const crater_cgroups_t *cg,
     return skip;
 }
 
+/* The task's directories; returns how many had to be made (a reused
+   cgroup someone removed meanwhile comes back with the kernel's
+   defaults, not with the limits last written), or -1. */
 static int make_task_dirs(const crater_cgroups_t *cg,
                           const char *task,
                           unsigned skip,
                           crater_error_t *err)
 {
     char path[PATHLEN];
-    int slot[NCTL];
+    int slot[NCTL], made = 0, rc;
     size_t k = distinct(cg, slot), i;
 
-    for (i = 0; i < k; i++)
-        if (!(skip & (1u << slot[i]))
-            && (join(path, cg->base[slot[i]], task, NULL, err) < 0
-                || make_dir(path, err) < 0))
+    for (i = 0; i < k; i++) {
+        if (skip & (1u << slot[i]))
+            continue;
+        if (join(path, cg->base[slot[i]], task, NULL, err) < 0
+            || (rc = make_dir(path, err)) < 0)
             return -1;
-    return 0;
+        made += rc;
+    }
+    return made;
 }
 
 /* ---- writing limits ---- */
@@ -1053,28 +1060,33 @@ static int mem_reset(const crater_cgroups_t *cg,
 }
 
 /* The CPU, memory and pids limits, each group written only when it
-   differs from prev (a fresh directory: no_limits). */
+   differs from prev (a fresh directory: no_limits), or every group (all). */
 static int write_base(const crater_cgroups_t *cg,
                       const char *task,
                       const crater_cg_limits_t *lim,
                       const crater_cg_limits_t *prev,
+                      bool all,
                       crater_error_t *err)
 {
     bool v2 = cg->ver == CRATER_CG_V2;
+    /* a limit to reset needs its controller (all: maybe never set) */
+    bool cpu = !cpu_same(lim, prev) || (all && cg->base[C_CPU]);
+    bool mem = lim->mem_bytes != prev->mem_bytes || (all && cg->base[C_MEMORY]);
+    bool pids = lim->pids_max != prev->pids_max || (all && cg->base[C_PIDS]);
 
-    if (!cpu_same(lim, prev)
+    if (cpu
         && (cpu_unset(lim) ? cpu_reset(cg, task, err)
             : v2           ? v2_cpu(cg, task, lim, err)
                            : v1_cpu(cg, task, lim, err))
                < 0)
         return -1;
-    if (lim->mem_bytes != prev->mem_bytes
+    if (mem
         && (!lim->mem_bytes ? mem_reset(cg, task, err)
             : v2            ? v2_mem(cg, task, lim, err)
                             : v1_mem(cg, task, lim, err))
                < 0)
         return -1;
-    if (lim->pids_max != prev->pids_max
+    if (pids
         && (lim->pids_max
                 ? pids_max(cg, task, lim, err)
                 : task_write(cg, C_PIDS, task, "pids.max", "max", err))
@@ -1090,13 +1102,17 @@ int crater_cg_update(crater_cgroups_t *cg,
                      crater_error_t *err)
 {
     unsigned skip = v1_skip(cg, lim);
-    int rc;
+    int rc, made;
 
     if (cg->ver == CRATER_CG_NONE)
         return 0;
-    if (check_task(task, err) < 0 || make_task_dirs(cg, task, skip, err) < 0)
+    if (check_task(task, err) < 0
+        || (made = make_task_dirs(cg, task, skip, err)) < 0)
         return -1;
-    rc = write_base(cg, task, lim, prev ? prev : &no_limits, err) < 0;
+    /* a reused cgroup someone removed meanwhile (made again, in some
+       hierarchies): every limit written, whatever prev says */
+    rc = write_base(cg, task, lim, prev ? prev : &no_limits, prev && made, err)
+         < 0;
     if (!rc && cg->ver == CRATER_CG_V2)
         rc = v2_cpuset(cg, task, lim, err) < 0 || v2_io(cg, task, lim, err) < 0;
     else if (!rc)

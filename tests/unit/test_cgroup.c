@@ -218,6 +218,13 @@ START_TEST(v2_fake_update_writes_only_changes)
     ck_assert_str_eq(get("crater/p-1/memory.max"), "max");
     ck_assert_str_eq(get("crater/p-1/memory.swap.max"), "max");
     ck_assert_str_eq(get("crater/p-1/pids.max"), "max");
+    /* removed by someone meanwhile: made again, every limit written,
+       whatever prev says */
+    ck_assert_int_eq(crater_cg_destroy(cg, "p-1", &err), 0);
+    ck_assert_int_eq(crater_cg_update(cg, "p-1", &b, &b, &err), 0);
+    ck_assert_str_eq(get("crater/p-1/cpu.max"), "50000 100000");
+    ck_assert_str_eq(get("crater/p-1/memory.max"), "16777216");
+    ck_assert_str_eq(get("crater/p-1/pids.max"), "200");
     ck_assert(crater_cg_plain(cg, &a));
     b.cpuset_cpus = "0";
     ck_assert(!crater_cg_plain(cg, &b));
