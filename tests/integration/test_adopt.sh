@@ -194,7 +194,7 @@ done
 [ "$most" -le 2 ] && ok || bad "array ran $most jobs at once, its cap is 2"
 c get array "$aid" | has "^array $aid: 6 jobs \[0-5%2\], 6 succeeded$" && ok || bad "get array: $(c get array "$aid")"
 [ "$(c logs "${aid}_3")" = "index=3" ] && ok || bad "job 3 of the array: '$(c logs "${aid}_3")'"
-c get jobs | grep -Eq "^${aid}_\[0-5\] +arr +default +6 succeeded " && ok || bad "get jobs: one row for the array: $(c get jobs)"
+c get jobs | has -E "^${aid}_\[0-5\] +arr +default +6 succeeded " && ok || bad "get jobs: one row for the array: $(c get jobs)"
 
 # ---- kill -9 of crater up with running jobs ---------------------------------------------
 ids=()

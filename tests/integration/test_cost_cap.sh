@@ -13,6 +13,9 @@
 # rotated audit log is removed and a recent one read. Every wait is for a
 # state, with a deadline; no task process is left.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 pass=0 fail=0
 tmp=$(mktemp -d)
@@ -89,7 +92,7 @@ job "$id" | jq -e '.cost.capped == true and .cost.total >= 3 and .cost.total < 1
     && ok || bad "cost: $(job "$id" | jq -c .cost)"
 api "/api/v1/jobs/$id/metrics" | jq -e '.cost.total >= 3' >/dev/null \
     && ok || bad "metrics cost: $(api "/api/v1/jobs/$id/metrics" | jq -c .cost)"
-c describe job "$id" | grep -q "^Cost: .*cap 3.000000 (reached)" \
+c describe job "$id" | has "^Cost: .*cap 3.000000 (reached)" \
     && ok || { bad "describe Cost"; c describe job "$id"; }
 for _ in $(seq 1 300); do [ "$(copies)" = 0 ] && break; sleep 0.1; done
 [ "$(copies)" = 0 ] && ok || bad "$(copies) task processes left after the cap"
@@ -107,7 +110,7 @@ resources: {cpu: 100m, memory: 64Mi}
 Y
     yid=$(c submit -f "$tmp/toy.yaml" -o json | jq -r .id)
     wait_for 60 "$yid" '.state == "cancelled" and .logs_complete' && ok || bad "checkpointing job stopped at its cap"
-    c logs "$yid" --stream stderr | grep -q "^toy_train: notice: cost-cap, [0-9]* ms left; saved step [0-9]*$" \
+    c logs "$yid" --stream stderr | has "^toy_train: notice: cost-cap, [0-9]* ms left; saved step [0-9]*$" \
         && ok || bad "no cost-cap notice: $(c logs "$yid" --stream stderr | tail -n 3)"
     job "$yid" | jq -e '.reason | startswith("cost cap")' >/dev/null \
         && ok || bad "toy reason: $(job "$yid" | jq -c .reason)"
@@ -146,10 +149,10 @@ wait_for 10 "$id3" '.state == "running" and .cost.total > 0' && ok || bad "broke
 sleep_ms=0
 for _ in $(seq 1 300); do # the first charge must reach the ledger
     out=$(submit more 0 "true" "$broke" 2>&1) || true
-    echo "$out" | grep -q "budget" && break
+    echo "$out" | has "budget" && break
     sleep 0.2
 done
-echo "$out" | grep -q "tenant 'broke' has spent .* of its budget" \
+echo "$out" | has "tenant 'broke' has spent .* of its budget" \
     && ok || bad "budget not enforced: $out"
 c cancel "$id3" >/dev/null
 
@@ -166,16 +169,16 @@ api "/api/v1/audit" "$broke" | jq -e '.code == "EPERM"' >/dev/null \
 
 # ---- metrics: measured utilisation and the allocation as its own series ----------
 m=$(curl -s "$url/metrics")
-echo "$m" | grep -q '^crater_resource_capability_utilization{node="small-0",resource="cpu"}' \
+echo "$m" | has '^crater_resource_capability_utilization{node="small-0",resource="cpu"}' \
     && ok || bad "no measured utilisation series"
-echo "$m" | grep -q '^crater_resource_capability_allocation{' \
+echo "$m" | has '^crater_resource_capability_allocation{' \
     && ok || bad "no allocation series"
-echo "$m" | grep -q '^crater_cost_micros_total{tenant="default",basis="allocation"}' \
+echo "$m" | has '^crater_cost_micros_total{tenant="default",basis="allocation"}' \
     && ok || bad "no cost counter: $(echo "$m" | grep crater_cost)"
-echo "$m" | grep -q '^crater_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs"} [1-9]' \
+echo "$m" | has '^crater_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs"} [1-9]' \
     && ok || bad "no request latency histogram"
 for name in crater_queue_oldest_wait_seconds crater_overcommit_watermark crater_store_commit_seconds_count; do
-    echo "$m" | grep -q "^$name" && ok || bad "no $name"
+    echo "$m" | has "^$name" && ok || bad "no $name"
 done
 if command -v promtool >/dev/null; then
     echo "$m" | promtool check metrics >"$tmp/promtool.out" 2>&1 \

@@ -11,6 +11,9 @@
 # The static files' headers are checked with curl first; the browser part
 # is skipped, saying so, where chromium, node or the driver are missing.
 set -uo pipefail
+# grep -q on a pipe under pipefail: it may exit before the writer is done,
+# whose SIGPIPE then fails the pipeline; has reads all its input first
+has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?}
 chromium=${CRATER_CHROMIUM:-$(command -v chromium || true)}
 nodedir=${CRATER_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crater/browser-tests}
@@ -89,8 +92,8 @@ grep -qi "^content-security-policy: default-src 'none'; script-src 'self';" <<<"
 grep -qi 'unsafe-inline\|unsafe-eval' <<<"$h" && bad "CSP allows inline script" || ok
 grep -qi '^x-content-type-options: nosniff$' <<<"$h" && ok || bad "nosniff on /"
 grep -qi '^referrer-policy: no-referrer$' <<<"$h" && ok || bad "no-referrer on /"
-hdr /ui/app.js | grep -qi '^content-type: text/javascript' && ok || bad "app.js Content-Type"
-hdr /ui/app.css | grep -qi '^content-type: text/css' && ok || bad "app.css Content-Type"
+hdr /ui/app.js | has -i '^content-type: text/javascript' && ok || bad "app.js Content-Type"
+hdr /ui/app.css | has -i '^content-type: text/css' && ok || bad "app.css Content-Type"
 for p in /ui/nope.js /ui/..%2Fapp.js /ui/app.js/x /index.html /web/app.js; do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$url$p")" = 404 ] && ok || bad "$p is not a 404"
 done
