@@ -137,6 +137,14 @@ static json_t *svc_json(crater_daemon_t *d, const dservice_t *s, bool full)
                             "version",
                             json_integer(svc ? svc->svc_version : 0));
         json_object_set_new(o, "rollout", rollout_json(s));
+        if (svc && svc->spec->after && svc->spec->after[0])
+            json_object_set_new(o,
+                                "model",
+                                json_pack("{s:s, s:I}",
+                                          "after",
+                                          svc->spec->after[0],
+                                          "job",
+                                          (json_int_t)svc->svc_model));
     }
     if (!o || !full || !items) {
         json_decref(items);

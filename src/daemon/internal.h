@@ -143,6 +143,9 @@ typedef struct djob {
     /* The spec version it runs (a replica), or serves (a service's job;
      * a rollout raises it). Stored. */
     uint32_t svc_version;
+    /* A service's job with `after:` (pipeline.c): the succeeded training
+     * job whose output its replicas serve (0: none yet). Stored. */
+    uint64_t svc_model;
     /* Draining (in memory): out of the gateway, stopped once the requests
      * it has in flight are answered (svc_drain: the gateway's backend,
      * referenced; since svc_drain_ms). */

@@ -213,6 +213,8 @@ static void ro_fail(crater_daemon_t *d,
         svc->spec_json = s->ro.prev_norm;
         svc->spec = s->ro.prev_spec;
         svc->svc_version = s->ro.from;
+        if (s->ro.model)
+            svc->svc_model = s->ro.prev_model;
         s->ro.prev_norm = NULL;
         s->ro.prev_spec = NULL;
         job_save(d, svc, NULL, NULL);
@@ -269,7 +271,7 @@ static bool surge_wait(crater_daemon_t *d,
         snprintf(why,
                  sizeof(why),
                  "replica %" PRIu64 " of version %" PRIu32 " not ready after "
-                                                           "%" PRId64 " ms",
+                 "%" PRId64 " ms",
                  n->id,
                  s->ro.to,
                  s->ro.ready_timeout_ms);

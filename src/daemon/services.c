@@ -163,10 +163,10 @@ static const char *refused_field(const crater_jobspec_t *spec, const char **why)
          "gang",
          "a service's replicas are placed one by one; gang: true is not "
          "built for them"},
-        {spec->after != NULL,
+        {spec->after && spec->after[0] && spec->after[1],
          "after",
-         "not built for a service (its replicas would fail and be "
-         "replaced without end)"},
+         "a service follows one training job (after: [JOB]): its "
+         "replicas serve what JOB's last successful run wrote"},
         {spec->deadline_ms != 0,
          "deadline",
          "not built for a service (its replicas would fail and be "
@@ -359,6 +359,7 @@ static json_t *rep_norm(const djob_t *svc, uint32_t index, int role)
         return NULL;
     snprintf(name, sizeof(name), "%.180s-%" PRIu32, svc->name, index);
     json_object_del(norm, "inference");
+    json_object_del(norm, "after"); /* the service waits, not its replicas */
     json_object_set_new(norm, "name", json_string(name));
     json_object_set_new(norm, "replicas", json_integer(1));
     json_object_set_new(norm, "gang", json_false());
@@ -385,6 +386,7 @@ static djob_t *rep_job(crater_daemon_t *d,
     if (!norm || crater_jobspec_decode(&dec, norm, &spec) < 0
         || job_add_env(spec, norm, "CRATER_SERVICE", svc->name) < 0
         || job_add_env(spec, norm, "CRATER_SERVICE_REPLICA", v) < 0
+        || pipeline_env(d, svc, spec, norm) < 0
         || !(j = job_create(d, spec, norm, err))) {
         crater_jobspec_destroy(spec);
         json_decref(norm);
@@ -999,7 +1001,9 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
     svc_reap(d, s, now);
     svc_drains(d, s, now);
     svc_decide(d, s, now, &c, &dec);
-    if (rollout_step(d, s, now, actions)) {
+    if (pipeline_step(d, s)) {
+        /* no model to serve yet */
+    } else if (rollout_step(d, s, now, actions)) {
         /* the plan waits for the rollout */
     } else if (s->creating
                == 0) { /* starts still being stored count next tick */

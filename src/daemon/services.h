@@ -26,6 +26,7 @@ typedef struct rollout {
     uint64_t surge;         /* the new replica waited for (0: none) */
     int64_t surge_ms, started_ms, ended_ms, ready_timeout_ms;
     unsigned crashes;            /* new replicas ended before ready */
+    uint64_t model, prev_model;  /* a pipeline's new and old model job */
     json_t *prev_norm;           /* version `from`, owned until the end */
     crater_jobspec_t *prev_spec; /* (NULL after a restart) */
     char reason[200];
@@ -106,6 +107,18 @@ void rollout_crash(dservice_t *s, const djob_t *j);
 /* After a restart: replicas of other versions than the job's resume. */
 void rollout_resume(crater_daemon_t *d, dservice_t *s);
 json_t *rollout_json(const dservice_t *s);
+
+/* ---- pipeline.c ---- */
+
+/* A service with `after: [JOB]`: true while no job named JOB has
+ * succeeded yet (the plan waits: no replica); a newer succeeded JOB than
+ * the one served starts a rollout to it. */
+bool pipeline_step(crater_daemon_t *d, dservice_t *s);
+/* CRATER_MODEL_PATH and CRATER_MODEL_JOB for a replica of svc. -1 ENOMEM */
+int pipeline_env(crater_daemon_t *d,
+                 const djob_t *svc,
+                 crater_jobspec_t *spec,
+                 json_t *norm);
 void rollout_free(rollout_t *ro);
 
 #endif /* CRATER_DAEMON_SERVICES_H */

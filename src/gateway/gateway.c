@@ -469,6 +469,7 @@ static void launch(gw_t *g,
     x->be = gw__table_pick(g->t, s, batch ? s->max_inflight : 0);
     if (x->be == NULL && !batch && hold_call(g, c0, now)) {
         c0->body = body; /* back with the call until it is sent */
+        x->body = NULL;
         x->calls = NULL;
         free(calls);
         xfer_free(g, x);

@@ -61,7 +61,7 @@ inference:
   batchTimeout: 2ms
 YAML
 }
-serve='sleep 2; exec "$0" -l 127.0.0.1:$CRATER_SERVICE_PORT -d 50 -t 8'
+serve='sleep 2; exec "$0" -l 127.0.0.1:$CRATER_SERVICE_PORT -d 50 -t 8 "$1"'
 body='{"inputs":[{"name":"x","shape":[1,1],"datatype":"FP32","data":[1]}]}'
 infer() { curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$gw/echo/v2/models/m/infer"; }
 
@@ -112,7 +112,7 @@ for i in 1 2 3 4; do
     loaders+=($!)
 done
 min=9
-spec "$tmp/v2.yaml" "sleep 3; exec \"\$0\" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 50 -t 8"
+spec "$tmp/v2.yaml" "sleep 3; exec \"\$0\" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 50 -t 8 \"\$1\""
 c rollout -f "$tmp/v2.yaml" | has 'rolling to version 1' && ok || bad "rollout accepted"
 for _ in $(seq 1 600); do # the ready replicas in traffic never drop below 2
     s=$(svc echo)
@@ -155,6 +155,45 @@ wait_svc 30 echo '.rollout.state == "failed" and (.rollout.reason | test("not re
     && ok || bad "the ready timeout stops the rollout"
 wait_svc 10 echo '[.items[] | select(.state != "draining")] | length == 2 and all(.version == 1)' \
     && ok || bad "the replica that was not ready is stopped"
+
+# ---- train -> serve: a service follows its training job -----------------------
+train() { # train N: a "training" job writing model version N, in ckpt dir N
+    cat >"$tmp/train.yaml" <<YAML
+name: train
+workloadType: training
+command: [sh, -c, 'sleep 1; echo $1 >"\$CRATER_CHECKPOINT_DIR/model"', $mark]
+resources: {cpu: 100m, memory: 32Mi}
+checkpoint: {dir: $tmp/ckpt/$1}
+YAML
+    c submit -f "$tmp/train.yaml" -o json | jq -r .id
+}
+mkdir -m 1777 "$tmp/ckpt" # the jobs write there as their own uid
+t1=$(train 1)
+cat >"$tmp/served.yaml" <<YAML
+name: served
+workloadType: inference
+after: [train]
+command: [sh, -c, 'test -s "\$CRATER_MODEL_PATH/model" && exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -t 4 "\$1"', $fake, $mark]
+resources: {cpu: 100m, memory: 32Mi}
+inference: {minReplicas: 1, maxReplicas: 1, maxBatchSize: 1}
+YAML
+c submit -f "$tmp/served.yaml" >/dev/null || bad "a service with after: is accepted"
+svc served | jq -e '.replicas.traffic == 0 and .model.after == "train"' >/dev/null \
+    && ok || bad "served waits for its training job: $(svc served | jq -c '{replicas, model}')"
+wait_svc 30 served '.replicas.ready == 1 and .model.job == '"$t1" \
+    && ok || bad "served serves the model of job $t1"
+rep=$(svc served | jq -r '.items[0].job')
+c get job "$rep" -o json | jq -e --arg p "$tmp/ckpt/1" --arg t "$t1" \
+    '.spec.env.CRATER_MODEL_PATH == $p and .spec.env.CRATER_MODEL_JOB == $t' >/dev/null \
+    && ok || bad "the replica's CRATER_MODEL_PATH: $(c get job "$rep" -o json | jq -c .spec.env)"
+t2=$(train 2)
+wait_svc 40 served '.model.job == '"$t2"' and .rollout.state == "done" and .version == 1
+    and .replicas.ready == 1' && ok || bad "a new training run rolls served to job $t2"
+rep=$(svc served | jq -r '[.items[] | select(.state == "ready")][0].job')
+c get job "$rep" -o json | jq -e --arg p "$tmp/ckpt/2" '.spec.env.CRATER_MODEL_PATH == $p' >/dev/null \
+    && ok || bad "the new replica serves ckpt2: $(c get job "$rep" -o json | jq -c .spec.env)"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$gw/served/v2/health/ready")
+[ "$code" = 200 ] && ok || bad "served answers through the gateway ($code)"
 
 # ---- the services' metrics on craterd's /metrics -----------------------------
 m=$(curl -s "$url/metrics")

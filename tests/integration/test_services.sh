@@ -53,7 +53,7 @@ service() { # service NAME [EXTRA_INFERENCE_YAML [WINDOWS]] -> submit's output
     cat >"$tmp/s.yaml" <<YAML
 name: $1
 workloadType: inference
-command: [sh, -c, 'sleep 4; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 200 -t 16', $fake, $mark]
+command: [sh, -c, 'sleep 4; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 200 -t 16 "\$1"', $fake, $mark]
 resources: {cpu: 100m, memory: 32Mi}
 inference:
   targetConcurrency: 1
@@ -108,7 +108,10 @@ out=$(service bad2 '' $'  stableWindow: 1s\n  panicWindow: 2s')
 has 'inference.panicWindow' <<<"$out" && ok || bad "panicWindow > stableWindow refused: $out"
 printf 'name: dep\nworkloadType: inference\ncommand: [sleep, "1"]\nafter: [x]\ninference: {}\n' >"$tmp/dep.yaml"
 out=$(c submit -f "$tmp/dep.yaml" 2>&1)
-has 'after: not built for a service' <<<"$out" && ok || bad "after refused: $out"
+has "after\[0\]: no job named 'x'" <<<"$out" && ok || bad "after: an unknown job refused: $out"
+sed -i 's/after: \[x\]/after: [x, y]/' "$tmp/dep.yaml"
+out=$(c submit -f "$tmp/dep.yaml" 2>&1)
+has 'after: a service follows one training job' <<<"$out" && ok || bad "after: two jobs refused: $out"
 c get services -o json | jq -e '.items == []' >/dev/null && ok || bad "nothing was created"
 
 # ---- the service comes up: one replica in traffic, one warm ------------------
@@ -239,7 +242,7 @@ c get jobs -o json | jq -e "$live" >/dev/null && ok || bad "every replica job en
 cat >"$tmp/gpu.yaml" <<YAML
 name: gpusvc
 workloadType: inference
-command: [sh, -c, 'sleep 1; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -t 4', $fake, $mark]
+command: [sh, -c, 'sleep 1; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -t 4 "\$1"', $fake, $mark]
 resources: {cpu: 100m, memory: 32Mi, gpu: {count: 1}}
 inference: {minReplicas: 1, maxReplicas: 1, warmPoolSize: 1, maxBatchSize: 1}
 YAML
