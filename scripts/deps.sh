@@ -16,7 +16,7 @@ build_pkgs=(build-essential cmake pkg-config libjansson-dev libfyaml-dev
             libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev nettle-dev libhwloc-dev)
 test_pkgs=(check libsubunit-dev clang libclang-rt-14-dev clang-format
            curl jq prometheus wrk python3 chromium nodejs etcd-server
-           etcd-client)
+           etcd-client python3-torch)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

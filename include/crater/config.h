@@ -95,10 +95,11 @@ typedef struct crater_config {
         uint32_t smoothing_window;     /* monitoring.smoothing_window */
     } monitoring;
     struct {
-        uint32_t warm_pool_size;   /* inference.warmPoolSize */
-        uint32_t max_batch_size;   /* inference.maxBatchSize */
-        uint64_t batch_timeout_ms; /* inference.batchTimeout */
-        char *gateway;             /* inference.gateway, HOST:PORT|none */
+        uint32_t warm_pool_size;        /* inference.warmPoolSize */
+        uint32_t max_batch_size;        /* inference.maxBatchSize */
+        uint64_t batch_timeout_ms;      /* inference.batchTimeout */
+        uint64_t activation_timeout_ms; /* inference.activationTimeout */
+        char *gateway;                  /* inference.gateway, HOST:PORT|none */
     } inference;
     struct {
         char *listen;            /* server.listen, "127.0.0.1:7480" */

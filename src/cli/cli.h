@@ -54,6 +54,7 @@ int cli_describe(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_logs(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
+int cli_rollout(int argc, char **argv);
 int cli_top(int argc, char **argv);
 int cli_cost(int argc, char **argv);
 int cli_nodes(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* cmd_services.c - crater get services, crater describe service NAME
  * (doc/inference.md): GET /api/v1/services and /api/v1/services/{name}
- * as tables.
+ * as tables; crater rollout -f FILE: POST /api/v1/services/{name}/rollout
+ * with the service's new spec.
  *
  * One line per service: its replicas ready in traffic, warm (ready / in
  * the pool), starting, the count the autoscaler wants and the measured
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "cli/remote.h"
+#include "crater/doc.h"
 
 #define PATH_LEN 1024
 
@@ -70,21 +72,42 @@ static void print_replicas(const json_t *items)
     size_t i;
     const json_t *r;
 
-    printf("\nReplicas:\n  %-6s %-24s %-8s %-10s %-4s %s\n",
+    printf("\nReplicas:\n  %-6s %-24s %-4s %-8s %-10s %-4s %s\n",
            "JOB",
            "NAME",
+           "VER",
            "ROLE",
            "STATE",
            "IN",
            "URL");
     json_array_foreach(items, i, r)
-        printf("  %-6lld %-24s %-8s %-10s %-4s %s\n",
+        printf("  %-6lld %-24s %-4lld %-8s %-10s %-4s %s\n",
                (long long)num(r, "job", NULL),
                json_string_value(json_object_get(r, "name")),
+               (long long)num(r, "version", NULL),
                json_string_value(json_object_get(r, "role")),
                json_string_value(json_object_get(r, "state")),
                json_is_true(json_object_get(r, "in_traffic")) ? "yes" : "no",
                json_string_value(json_object_get(r, "url")));
+}
+
+static void print_rollout(const json_t *s)
+{
+    const json_t *ro = json_object_get(s, "rollout");
+    const char *st = json_string_value(json_object_get(ro, "state"));
+    const char *why = json_string_value(json_object_get(ro, "reason"));
+
+    printf("\nVersion: %lld", (long long)num(s, "version", NULL));
+    if (st && strcmp(st, "none") != 0)
+        printf("; rollout %lld -> %lld: %s, %lld of %lld replaced%s%s",
+               (long long)num(ro, "from", NULL),
+               (long long)num(ro, "to", NULL),
+               st,
+               (long long)num(ro, "rolled", NULL),
+               (long long)num(ro, "total", NULL),
+               why ? ": " : "",
+               why ? why : "");
+    printf("\n");
 }
 
 static void print_decisions(const json_t *decs)
@@ -140,6 +163,7 @@ static int svc_command(
         json_array_foreach(json_object_get(res, "items"), i, s) if (!one)
             print_line(s);
         if (one) {
+            print_rollout(res);
             print_replicas(json_object_get(res, "items"));
             print_decisions(json_object_get(res, "decisions"));
         }
@@ -168,4 +192,89 @@ int cli__describe_service(int argc, char **argv)
         "autoscaler's last decisions with their inputs.\n";
 
     return svc_command(argc, argv, usage, 1, true);
+}
+
+/* ---- rollout ------------------------------------------------------------ */
+
+typedef struct ro_opts {
+    const char *file, *timeout;
+} ro_opts_t;
+
+static int ro_opt(int c, const char *arg, void *ctx)
+{
+    ro_opts_t *o = ctx;
+
+    if (c == 'f')
+        o->file = arg;
+    else if (c == 'T')
+        o->timeout = arg;
+    else
+        return -1;
+    return 0;
+}
+
+/* The path for the spec's service: /api/v1/services/NAME/rollout[?..]. */
+static int ro_path(const json_t *spec, const ro_opts_t *o, char *path)
+{
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    char enc[512], tmo[128] = "";
+
+    if (!name || cli_urlencode(name, enc, sizeof(enc)) < 0) {
+        fprintf(stderr, "crater: error: name: the spec names no service\n");
+        return CLI_EXIT_REJECTED;
+    }
+    if (o->timeout
+        && cli_urlencode(o->timeout, tmo + 14, sizeof(tmo) - 14) == 0)
+        memcpy(tmo, "?readyTimeout=", 14);
+    if (snprintf(path, PATH_LEN, "/api/v1/services/%s/rollout%s", enc, tmo)
+        >= PATH_LEN)
+        return CLI_EXIT_USAGE;
+    return CLI_EXIT_OK;
+}
+
+int cli_rollout(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: crater rollout -f FILE [--ready-timeout D] [-o json|yaml]\n"
+        "Roll the service named in FILE over to the spec in FILE: one new\n"
+        "replica at a time, each old one stopped only once a new one is\n"
+        "ready in the gateway. A new replica not ready within D (5m) or\n"
+        "crash-looping stops the rollout. Progress: crater describe\n"
+        "service NAME.\n";
+    static const struct option opts[] =
+        {CLI_REMOTE_LONGOPTS,
+         {"file", required_argument, NULL, 'f'},
+         {"ready-timeout", required_argument, NULL, 'T'},
+         {0}};
+    ro_opts_t o = {0};
+    cli_common_t co = {0};
+    cli_remote_t r = {0};
+    crater_doc_t *doc = NULL;
+    crater_error_t err;
+    char path[PATH_LEN];
+    json_t *res = NULL;
+    int rc =
+        cli__parse_opts(argc, argv, "o:hf:", opts, usage, &co, ro_opt, &o, 0);
+
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (!o.file)
+        return cli__usage(usage, false);
+    if (crater_doc_load(o.file, &doc, &err) < 0) {
+        fprintf(stderr, "crater: error: %s\n", err.text);
+        return CLI_EXIT_REJECTED;
+    }
+    rc = ro_path(crater_doc_root(doc, 0), &o, path);
+    if (rc == CLI_EXIT_OK && (rc = cli__remote_open(&r, &co)) == CLI_EXIT_OK)
+        rc = cli__api(&r, "POST", path, crater_doc_root(doc, 0), &res);
+    if (rc == CLI_EXIT_OK && co.fmt != CLI_FMT_TEXT)
+        rc = cli__print_raw(res, co.fmt);
+    else if (rc == CLI_EXIT_OK)
+        printf("service %s: rolling to version %lld\n",
+               json_string_value(json_object_get(res, "name")),
+               (long long)num(res, "version", NULL));
+    json_decref(res);
+    crater_doc_destroy(doc);
+    cli__remote_close(&r);
+    return rc;
 }

@@ -30,6 +30,7 @@ static const struct cli_cmd commands[] = {
     {"explain", cli_explain, "why a job is pending or where it went"},
     {"logs", cli_logs, "a job's output: logs ID [-f]"},
     {"cancel", cli_cancel, "cancel a job"},
+    {"rollout", cli_rollout, "roll a service to a new spec: rollout -f FILE"},
     {"top", cli_top, "per-node utilisation of GPU, CPU, memory, disk"},
     {"cost", cli_cost, "cost by job|tenant|user|node|resource over a window"},
     {"nodes", cli_nodes, "nodes cordon|uncordon|drain NAME (admin)"},

@@ -293,6 +293,11 @@ static const row_t rows[] = {
 {"inference.batchTimeout", T_DURATION, F(inference.batch_timeout_ms), "10ms",
  0, 60e3, 0, NULL, NULL,
  "Default longest wait for a batch to fill before it is run."},
+{"inference.activationTimeout", T_DURATION,
+ F(inference.activation_timeout_ms), "60s", 0, 3600e3, 0, NULL, NULL,
+ "How long the gateway holds a request to a service with no ready replica "
+ "(scaled to zero, starting) before answering 503; 0 answers 503 at "
+ "once."},
 {"inference.gateway", T_STRING, F(inference.gateway), "127.0.0.1:7481", 0, 0,
  0, NULL, check_gateway, "Address (HOST:PORT, port 0 = any free one) of "
  "the inference gateway craterd runs for its services, or none."},

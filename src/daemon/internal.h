@@ -140,6 +140,18 @@ typedef struct djob {
     uint32_t svc_index;
     bool svc_ready, svc_in_gw, svc_loaded;
     bool svc_reaped; /* its end was seen by the controller */
+    /* The spec version it runs (a replica), or serves (a service's job;
+     * a rollout raises it). Stored. */
+    uint32_t svc_version;
+    /* A service's job with `after:` (pipeline.c): the succeeded training
+     * job whose output its replicas serve (0: none yet). Stored. */
+    uint64_t svc_model;
+    /* Draining (in memory): out of the gateway, stopped once the requests
+     * it has in flight are answered (svc_drain: the gateway's backend,
+     * referenced; since svc_drain_ms). */
+    bool svc_draining;
+    void *svc_drain;
+    int64_t svc_drain_ms;
 } djob_t;
 
 /* A job array's running counts (arrays.c). */
@@ -306,6 +318,7 @@ struct crater_daemon {
     pthread_t svc_thread;
     bool svc_started;
     pthread_cond_t svc_wake;
+    struct crater_metric *svc_replicas; /* by service and state */
 };
 
 /* ---- time ---------------------------------------------------------------- */
@@ -461,6 +474,11 @@ void service_job_view(crater_daemon_t *d, const djob_t *j, json_t *o);
 json_t *service_job_store(const djob_t *j);
 void service_job_load(djob_t *j, json_t *v);
 uint16_t service_gateway_port(const crater_daemon_t *d);
+/* The services' metrics (under d->mu): replicas by state; and the
+ * gateway's own families, rendered (malloc'd, NULL without a gateway;
+ * without d->mu). */
+void services_metrics_publish(crater_daemon_t *d);
+char *services_metrics_render(crater_daemon_t *d, size_t *len);
 int api_services_routes(crater_daemon_t *d, crater_error_t *err);
 /* GET / and /ui/{file}: the dashboard (dashboard.c, doc/dashboard.md). */
 int api_dashboard_routes(crater_daemon_t *d, crater_error_t *err);

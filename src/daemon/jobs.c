@@ -468,6 +468,10 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
         json_object_set_new(o, "failures", json_integer(j->failures));
     if (o && j->svc_id)
         json_object_set_new(o, "service", service_job_store(j));
+    else if (o && job_is_service(j) && j->svc_version)
+        json_object_set_new(o, "service_version", json_integer(j->svc_version));
+    if (o && !j->svc_id && j->svc_model)
+        json_object_set_new(o, "service_model", json_integer(j->svc_model));
     return o;
 }
 
@@ -558,6 +562,12 @@ static void load_optional(djob_t *j, json_t *v)
     job_ckpts_load(j, json_object_get(v, "checkpoints"));
     j->failures = (uint32_t)json_integer_value(json_object_get(v, "failures"));
     service_job_load(j, json_object_get(v, "service"));
+    if (!j->svc_id)
+        j->svc_version =
+            (uint32_t)json_integer_value(json_object_get(v, "service_version"));
+    if (!j->svc_id)
+        j->svc_model =
+            (uint64_t)json_integer_value(json_object_get(v, "service_model"));
 }
 
 /* Its placement (it holds one), else its last one (it held one), and a

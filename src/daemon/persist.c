@@ -444,13 +444,42 @@ static void publish(crater_daemon_t *d)
     crater_metric_set(d->m_nodes, (const char *[]){"Unknown"}, (double)nunk);
 }
 
+/* craterd's families, then the gateway's (per service: requests by
+ * code, batch sizes, queue and backend time; distinct names). Takes both;
+ * NULL on ENOMEM. */
+static char *metrics_join(char *a, size_t *len, char *b, size_t blen)
+{
+    char *p;
+
+    if (!a || !b) {
+        free(b);
+        return a;
+    }
+    if (!(p = realloc(a, *len + blen + 1))) {
+        free(a);
+        free(b);
+        return NULL;
+    }
+    memcpy(p + *len, b, blen);
+    *len += blen;
+    p[*len] = '\0';
+    free(b);
+    return p;
+}
+
 char *metrics_render(crater_daemon_t *d, size_t *len)
 {
+    size_t glen = 0;
+    char *own, *gw;
+
     pthread_mutex_lock(&d->mu);
     publish(d);
     cost_metrics_publish(d);
     ops_metrics_publish(d);
+    services_metrics_publish(d);
     pthread_mutex_unlock(&d->mu);
     history_metrics_publish(d); /* no lock: the store's own atomics */
-    return crater_metrics_render(d->metrics, len);
+    own = crater_metrics_render(d->metrics, len);
+    gw = services_metrics_render(d, &glen); /* glen set: a statement apart */
+    return metrics_join(own, len, gw, glen);
 }

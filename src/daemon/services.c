@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "crater/log.h"
+#include "crater/metrics.h"
 #include "gateway/gateway.h"
 #include "sched/svcplan.h"
 
@@ -80,6 +81,7 @@ static void svc_free(dservice_t *s)
         return;
     crater__as_destroy(s->as);
     json_decref(s->decisions);
+    rollout_free(&s->ro);
     free(s->name);
     free(s);
 }
@@ -161,10 +163,10 @@ static const char *refused_field(const crater_jobspec_t *spec, const char **why)
          "gang",
          "a service's replicas are placed one by one; gang: true is not "
          "built for them"},
-        {spec->after != NULL,
+        {spec->after && spec->after[0] && spec->after[1],
          "after",
-         "not built for a service (its replicas would fail and be "
-         "replaced without end)"},
+         "a service follows one training job (after: [JOB]): its "
+         "replicas serve what JOB's last successful run wrote"},
         {spec->deadline_ms != 0,
          "deadline",
          "not built for a service (its replicas would fail and be "
@@ -246,6 +248,7 @@ int service_attach(crater_daemon_t *d, djob_t *j)
     s->hold_n = s->initial;
     s->hold_initial = true;
     s->hold_until_ms = s->created_ms + s->params.stable_window_ms;
+    rollout_resume(d, s);
     if (d->nsvcs == d->capsvcs) {
         size_t cap = d->capsvcs ? d->capsvcs * 2 : 8;
         if (!(grown = realloc(d->svcs, cap * sizeof(*d->svcs))))
@@ -267,6 +270,12 @@ nomem:
 bool rep_of(const djob_t *j, const dservice_t *s)
 {
     return j->svc_id == s->id && j->durable;
+}
+
+bool rep_live(const djob_t *j)
+{
+    return !job_state_final(j->state) && !j->cancel_requested
+           && !j->svc_draining;
 }
 
 const char *role_name(int role)
@@ -350,6 +359,7 @@ static json_t *rep_norm(const djob_t *svc, uint32_t index, int role)
         return NULL;
     snprintf(name, sizeof(name), "%.180s-%" PRIu32, svc->name, index);
     json_object_del(norm, "inference");
+    json_object_del(norm, "after"); /* the service waits, not its replicas */
     json_object_set_new(norm, "name", json_string(name));
     json_object_set_new(norm, "replicas", json_integer(1));
     json_object_set_new(norm, "gang", json_false());
@@ -376,6 +386,7 @@ static djob_t *rep_job(crater_daemon_t *d,
     if (!norm || crater_jobspec_decode(&dec, norm, &spec) < 0
         || job_add_env(spec, norm, "CRATER_SERVICE", svc->name) < 0
         || job_add_env(spec, norm, "CRATER_SERVICE_REPLICA", v) < 0
+        || pipeline_env(d, svc, spec, norm) < 0
         || !(j = job_create(d, spec, norm, err))) {
         crater_jobspec_destroy(spec);
         json_decref(norm);
@@ -386,6 +397,7 @@ static djob_t *rep_job(crater_daemon_t *d,
     j->svc_id = svc->id;
     j->svc_role = role;
     j->svc_index = index;
+    j->svc_version = svc->svc_version;
     return j;
 }
 
@@ -429,7 +441,7 @@ static void rep_stored(int rc,
 }
 
 /* Create and store a replica of s in role; it is queued once stored. */
-static int rep_create(crater_daemon_t *d, dservice_t *s, int role)
+uint64_t svc_start(crater_daemon_t *d, dservice_t *s, int role)
 {
     djob_t *svc = job_find(d, s->id), *j;
     created_t *c = calloc(1, sizeof(*c));
@@ -438,7 +450,7 @@ static int rep_create(crater_daemon_t *d, dservice_t *s, int role)
     if (!svc || !c || !(j = rep_job(d, svc, s->next_index, role, &err))) {
         crater_log(LOG_ERR, "service %s: replica: %s", s->name, err.text);
         free(c);
-        return -1;
+        return 0;
     }
     s->next_index++;
     j->id = d->next_id++;
@@ -450,7 +462,7 @@ static int rep_create(crater_daemon_t *d, dservice_t *s, int role)
     if (job_insert(d, j) < 0) {
         job_free(j);
         free(c);
-        return -1;
+        return 0;
     }
     *c = (created_t){d, s->id, j->id};
     s->creating++;
@@ -459,9 +471,9 @@ static int rep_create(crater_daemon_t *d, dservice_t *s, int role)
         job_remove(d, j);
         job_free(j);
         free(c);
-        return -1;
+        return 0;
     }
-    return 0;
+    return c->job;
 }
 
 /* Move replica j into role: its priority and preemptibility follow, in
@@ -530,11 +542,63 @@ static void gw_sync(crater_daemon_t *d, const dservice_t *s)
             continue;
         if (j->state != JS_RUNNING)
             j->svc_ready = false;
-        if (j->state == JS_RUNNING && j->svc_ready && !j->cancel_requested
+        if (j->state == JS_RUNNING && j->svc_ready && rep_live(j)
             && j->svc_role == CRATER__SVC_TRAFFIC)
             gw_in(d, s, j);
         else
             gw_out(d, s, j);
+    }
+}
+
+/* ---- draining ------------------------------------------------------------ */
+
+#define SVC_DRAIN_MS 30000
+
+/* The drain of j is over (or abandoned): the gateway's backend goes. */
+static void drain_end(crater_daemon_t *d, djob_t *j)
+{
+    if (j->svc_drain && d->gwt)
+        gw__table_release(d->gwt, j->svc_drain);
+    j->svc_drain = NULL;
+}
+
+void svc_retire(
+    crater_daemon_t *d, dservice_t *s, djob_t *j, const char *why, int64_t now)
+{
+    char url[GW_URL_MAX];
+    crater_error_t err;
+
+    if (j->svc_in_gw && d->gwt && rep_url(d, j, url, sizeof(url)) == 0)
+        j->svc_drain = gw__table_drain(d->gwt, s->name, url, &err);
+    j->svc_in_gw = false;
+    if (!j->svc_drain) {
+        job_cancel(d, j, why);
+        return;
+    }
+    j->svc_draining = true;
+    j->svc_drain_ms = now;
+    crater_log(LOG_INFO,
+               "service %s: replica %" PRIu64 " draining (%s)",
+               s->name,
+               j->id,
+               why);
+}
+
+/* Stop the draining replicas with nothing in flight any more. */
+static void svc_drains(crater_daemon_t *d, dservice_t *s, int64_t now)
+{
+    for (size_t i = 0; i < d->njobs; i++) {
+        djob_t *j = d->jobs[i];
+        if (j->svc_id != s->id || !j->svc_draining)
+            continue;
+        if (j->svc_drain && !job_state_final(j->state)
+            && gw__table_outstanding(d->gwt, j->svc_drain) > 0
+            && now - j->svc_drain_ms < SVC_DRAIN_MS)
+            continue;
+        drain_end(d, j);
+        j->svc_draining = false;
+        if (!job_state_final(j->state) && !j->cancel_requested)
+            job_cancel(d, j, "drained");
     }
 }
 
@@ -550,6 +614,12 @@ static int gw_service(crater_daemon_t *d, const djob_t *svc)
     if (!d->gwt || gw__table_service(d->gwt, svc->name))
         return 0;
     if (gw__table_add_service(d->gwt, svc->name, &err) < 0
+        || gw__table_set_hold(d->gwt,
+                              svc->name,
+                              (int64_t)d->cfg.inference.activation_timeout_ms
+                                  * 1000,
+                              &err)
+               < 0
         || (batch > 1
             && gw__table_set_batch(d->gwt,
                                    svc->name,
@@ -657,7 +727,7 @@ counts_t svc_counts(crater_daemon_t *d, const dservice_t *s)
 
     for (size_t i = 0; i < d->njobs; i++) {
         const djob_t *j = d->jobs[i];
-        if (!rep_of(j, s) || job_state_final(j->state) || j->cancel_requested)
+        if (!rep_of(j, s) || !rep_live(j))
             continue;
         bool warm = j->svc_role == CRATER__SVC_WARM;
         c.traffic += !warm;
@@ -718,7 +788,9 @@ static void svc_decide(crater_daemon_t *d,
 
     smp.concurrency = g ? atomic_load(&g->queued) : 0;
     smp.rps = dt > 0 ? (double)(answered - s->answered_prev) / dt : 0;
-    in.waiting = c->ready ? 0 : (unsigned)(unserved - s->unserved_prev);
+    in.waiting = c->ready ? 0
+                          : (unsigned)(unserved - s->unserved_prev)
+                                + (g ? atomic_load(&g->held) : 0);
     s->answered_prev = answered;
     s->unserved_prev = unserved;
     s->prev_ms = now;
@@ -756,8 +828,9 @@ static void svc_reap(crater_daemon_t *d, dservice_t *s, int64_t now)
         if (!job_state_final(j->state) || j->svc_reaped)
             continue;
         j->svc_reaped = true;
-        if (j->cancel_requested || j->svc_loaded)
+        if (j->cancel_requested || j->svc_loaded || j->svc_draining)
             continue;
+        rollout_crash(s, j);
         s->crashes++;
         int64_t wait = SVC_BACKOFF_MAX_MS;
         if (s->crashes < 20 && (1000ll << (s->crashes - 1)) < wait)
@@ -796,7 +869,7 @@ static size_t svc_reps(crater_daemon_t *d,
 
     for (size_t i = 0; i < d->njobs && n < max; i++) {
         const djob_t *j = d->jobs[i];
-        if (!rep_of(j, s) || job_state_final(j->state) || j->cancel_requested)
+        if (!rep_of(j, s) || !rep_live(j))
             continue;
         reps[n++] = (crater__svc_rep_t){.id = j->id,
                                         .role = j->svc_role,
@@ -815,10 +888,10 @@ static void act(crater_daemon_t *d,
     switch (a->op) {
     case CRATER__SVC_START_TRAFFIC:
     case CRATER__SVC_START_WARM:
-        rep_create(d,
-                   s,
-                   a->op == CRATER__SVC_START_WARM ? CRATER__SVC_WARM
-                                                   : CRATER__SVC_TRAFFIC);
+        svc_start(d,
+                  s,
+                  a->op == CRATER__SVC_START_WARM ? CRATER__SVC_WARM
+                                                  : CRATER__SVC_TRAFFIC);
         break;
     case CRATER__SVC_PROMOTE:
         if (j)
@@ -831,10 +904,8 @@ static void act(crater_daemon_t *d,
         }
         break;
     case CRATER__SVC_STOP:
-        if (j) {
-            gw_out(d, s, j);
-            job_cancel(d, j, "service scaled down");
-        }
+        if (j)
+            svc_retire(d, s, j, "service scaled down", dnow_ms());
         break;
     }
 }
@@ -928,8 +999,14 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
 
     gw_sync(d, s);
     svc_reap(d, s, now);
+    svc_drains(d, s, now);
     svc_decide(d, s, now, &c, &dec);
-    if (s->creating == 0) { /* starts still being stored count next tick */
+    if (pipeline_step(d, s)) {
+        /* no model to serve yet */
+    } else if (rollout_step(d, s, now, actions)) {
+        /* the plan waits for the rollout */
+    } else if (s->creating
+               == 0) { /* starts still being stored count next tick */
         n = svc_reps(d, s, reps, JOB_MAX_REPLICAS);
         k = crater__svc_plan(reps,
                              n,
@@ -949,12 +1026,34 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
                                         "job",
                                         (json_int_t)acts[i].id));
     }
-    if (k)
+    if (k || json_array_size(actions))
         gw_sync(d, s); /* a promoted ready replica takes traffic now */
     svc_log(d, s, &dec, &c, actions, now);
     s->last = dec;
     s->desired = dec.desired;
     s->decided = true;
+}
+
+/* The replicas gauge of a service (crater_service_replicas). */
+static void replicas_set(crater_daemon_t *d,
+                         const char *name,
+                         const counts_t *c)
+{
+    const struct {
+        const char *state;
+        unsigned n;
+    } rows[] = {
+        {"ready", c->ready},
+        {"traffic", c->traffic},
+        {"warm", c->warm},
+        {"warm_ready", c->warm_ready},
+        {"starting", c->starting},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *lv[] = {name, rows[i].state};
+        crater_metric_set(d->svc_replicas, lv, rows[i].n);
+    }
 }
 
 /* The service's job ended (cancelled): stop its replicas, forget it. */
@@ -967,9 +1066,12 @@ static void svc_end(crater_daemon_t *d, size_t idx)
         if (j->svc_id != s->id)
             continue;
         gw_out(d, s, j);
+        drain_end(d, j);
         if (!job_state_final(j->state) && !j->cancel_requested)
             job_cancel(d, j, "its service ended");
     }
+    if (d->svc_replicas)
+        replicas_set(d, s->name, &(counts_t){0});
     memmove(&d->svcs[idx],
             &d->svcs[idx + 1],
             (d->nsvcs - idx - 1) * sizeof(*d->svcs));
@@ -1089,6 +1191,8 @@ void services_stop(crater_daemon_t *d)
     pthread_mutex_lock(&d->mu);
     d->stopping = true;
     pthread_cond_signal(&d->svc_wake);
+    for (size_t i = 0; i < d->njobs; i++)
+        drain_end(d, d->jobs[i]);
     pthread_mutex_unlock(&d->mu);
     if (d->svc_started)
         pthread_join(d->svc_thread, NULL);
@@ -1102,6 +1206,34 @@ void services_stop(crater_daemon_t *d)
     free(d->svcs);
     d->svcs = NULL;
     d->nsvcs = d->capsvcs = 0;
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+void services_metrics_publish(crater_daemon_t *d)
+{
+    crater_error_t err;
+    static const char *const labels[] = {"service", "state", NULL};
+
+    if (!d->svc_replicas)
+        d->svc_replicas = crater_metrics_gauge(d->metrics,
+                                               "crater_service_replicas",
+                                               "Replicas of an inference "
+                                               "service by state: ready (in "
+                                               "traffic), traffic, warm, "
+                                               "warm_ready, starting",
+                                               labels,
+                                               &err);
+    for (size_t i = 0; d->svc_replicas && i < d->nsvcs; i++) {
+        counts_t c = svc_counts(d, d->svcs[i]);
+        replicas_set(d, d->svcs[i]->name, &c);
+    }
+}
+
+char *services_metrics_render(crater_daemon_t *d, size_t *len)
+{
+    *len = 0;
+    return d->gw ? gw__metrics_render(d->gw, len) : NULL;
 }
 
 uint16_t service_gateway_port(const crater_daemon_t *d)

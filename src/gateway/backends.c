@@ -275,6 +275,49 @@ int gw__table_remove(gw_table_t *t,
     return 0;
 }
 
+gw_backend_t *gw__table_drain(gw_table_t *t,
+                              const char *service,
+                              const char *url,
+                              crater_error_t *err)
+{
+    gw_backend_t **link = NULL, *b = lock_find(t, service, url, &link, err);
+
+    if (b == NULL)
+        return NULL;
+    *link = b->next;
+    b->removed = true;
+    b->ready = false; /* the table's reference becomes the caller's */
+    pthread_mutex_unlock(&t->mu);
+    return b;
+}
+
+unsigned gw__table_outstanding(gw_table_t *t, gw_backend_t *b)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&t->mu);
+    n = b->outstanding;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+int gw__table_set_hold(gw_table_t *t,
+                       const char *name,
+                       int64_t hold_us,
+                       crater_error_t *err)
+{
+    gw_service_t *s = gw__table_service(t, name);
+
+    if (s == NULL)
+        return crater_errorf_field(err,
+                                   CRATER_ENOENT,
+                                   "service",
+                                   "service: no '%.80s'",
+                                   name);
+    atomic_store(&s->hold_us, hold_us > 0 ? hold_us : 0);
+    return 0;
+}
+
 int gw__table_set_ready(gw_table_t *t,
                         const char *service,
                         const char *url,

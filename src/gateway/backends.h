@@ -46,8 +46,11 @@ typedef struct gw_service {
     unsigned max_inflight;    /* batches in flight per backend (1) */
     atomic_uint queued;       /* accepted, not yet answered */
     atomic_ulong answered;    /* accepted and answered, ever (QPS) */
-    atomic_ulong unserved;    /* answered 503 for want of a ready backend
-                                 (craterd's activation from zero) */
+    atomic_ulong unserved;    /* found no ready backend (answered 503, or
+                                 held): craterd's activation from zero */
+    atomic_uint held;         /* waiting now for a first ready backend */
+    atomic_llong hold_us;     /* how long a request waits for one; 0: 503
+                                 at once (gw__table_set_hold) */
     gw_backend_t *backends;   /* guarded by the table's mutex */
     struct gw_service *next;
 } gw_service_t;
@@ -88,6 +91,23 @@ int gw__table_set_ready(gw_table_t *t,
                         const char *url,
                         bool ready,
                         crater_error_t *err);
+
+/* Requests of the service that find no ready backend wait up to hold_us
+ * for one (0: answered 503 at once, the default). -1: ENOENT. */
+int gw__table_set_hold(gw_table_t *t,
+                       const char *name,
+                       int64_t hold_us,
+                       crater_error_t *err);
+
+/* Drain a backend: it leaves the service like gw__table_remove (no new
+ * request goes to it) but is referenced for the caller, who polls
+ * gw__table_outstanding() until the requests it has in flight are
+ * answered, then gives it back with gw__table_release(). NULL: ENOENT. */
+gw_backend_t *gw__table_drain(gw_table_t *t,
+                              const char *service,
+                              const char *url,
+                              crater_error_t *err);
+unsigned gw__table_outstanding(gw_table_t *t, gw_backend_t *b);
 
 /* See above. limit > 0: only backends with fewer than limit outstanding
  * requests qualify. NULL when none does. */

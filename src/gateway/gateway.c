@@ -24,7 +24,14 @@
  * queue_max a request is answered 429 with Retry-After at once. Each
  * request has a deadline (timeout_ms after arrival): waiting or in flight,
  * it is answered 504 when it passes (an in-flight batch still completes
- * for the others). No ready backend: 503.
+ * for the others). No ready backend: 503, unless the service holds
+ * requests (gw__table_set_hold: craterd's services scaled to zero). A held
+ * request waits, on the loop thread's held list (or in its batching group),
+ * for a first ready backend up to the service's hold time, then is answered
+ * 503; once a backend is ready it is sent and has its full timeout from
+ * then. Why hold in the gateway: a model scaled to zero takes seconds to
+ * load, and a caller that gets 503 must retry blindly; the gateway knows
+ * the moment a replica is ready.
  *
  * Why one loop thread: batching is a decision over all waiting requests of
  * a group, and the loop's work per request (JSON concat and split, a few
@@ -48,6 +55,7 @@
 #define PROBE_TIMEOUT_MS 2000
 #define MAX_PROBES 256
 #define FREE_HANDLES 256
+#define HOLD_POLL_MS 20
 
 typedef struct call {
     crater_http_pending_t *p;
@@ -60,6 +68,8 @@ typedef struct call {
     size_t len;
     char ctype[96]; /* the request's Content-Type, proxied as is */
     bool answered;
+    bool held;             /* waiting for a first ready backend now */
+    int64_t held_until_us; /* 0: never held; else when the hold ends */
     struct call *next;
 } call_t;
 
@@ -96,7 +106,7 @@ typedef struct xfer {
 
 typedef struct fams {
     crater_metric_t *requests, *batch, *queue_s, *backend_s;
-    crater_metric_t *ready, *total, *depth;
+    crater_metric_t *ready, *total, *depth, *held;
 } fams_t;
 
 struct gw {
@@ -114,6 +124,8 @@ struct gw {
     bool stop;
     /* the loop thread's own */
     group_t *groups;
+    call_t *held; /* proxied requests held for a first ready backend */
+    bool holding; /* something is held: poll often */
     xfer_t *xfers;
     CURL *free_h[FREE_HANDLES];
     unsigned nfree;
@@ -162,6 +174,10 @@ static void answer(gw_t *g,
         return;
     }
     c->answered = true;
+    if (c->held) {
+        c->held = false;
+        atomic_fetch_sub(&c->svc->held, 1);
+    }
     crater_http_complete(c->p, &resp);
     c->p = NULL;
     atomic_fetch_sub(&c->svc->queued, 1);
@@ -332,6 +348,85 @@ static void xfer_unlink(gw_t *g, xfer_t *x)
         x->next->prev = x->prev;
 }
 
+/* ---- held requests (a service with no ready backend yet) ------------- */
+
+/* Mark c held (the first time: its hold starts, counted as unserved, the
+ * autoscaler's activation signal). false: the service does not hold, or
+ * c's hold is over. */
+static bool mark_held(gw_t *g, call_t *c, int64_t now)
+{
+    int64_t hold = atomic_load(&c->svc->hold_us);
+
+    if (hold <= 0)
+        return false;
+    if (c->held_until_us == 0) {
+        c->held_until_us = c->arrive_us + hold;
+        atomic_fetch_add(&c->svc->unserved, 1);
+    }
+    if (now >= c->held_until_us)
+        return false;
+    if (!c->held) {
+        c->held = true;
+        atomic_fetch_add(&c->svc->held, 1);
+    }
+    g->holding = true;
+    return true;
+}
+
+/* Keep proxied call c on the held list; false as mark_held. */
+static bool hold_call(gw_t *g, call_t *c, int64_t now)
+{
+    if (!mark_held(g, c, now))
+        return false;
+    c->next = g->held;
+    g->held = c;
+    return true;
+}
+
+/* c leaves its hold to be sent: its timeout starts again from now. */
+static void unhold(gw_t *g, call_t *c, int64_t now)
+{
+    if (c->held_until_us && c->deadline_us < now + g->o.timeout_ms * 1000)
+        c->deadline_us = now + g->o.timeout_ms * 1000;
+    if (c->held) {
+        c->held = false;
+        atomic_fetch_sub(&c->svc->held, 1);
+    }
+}
+
+static void answer_hold_over(gw_t *g, call_t *c)
+{
+    char text[160];
+
+    snprintf(text,
+             sizeof text,
+             "service '%s' had no ready backend within %lld ms",
+             c->svc->name,
+             (long long)(atomic_load(&c->svc->hold_us) / 1000));
+    answer_error(g, c, 503, "EUNAVAIL", text);
+}
+
+static void launch_proxy(gw_t *g, call_t *c);
+
+/* Send the held requests whose service has a ready backend now; answer
+ * 503 to those whose hold is over. */
+static void retry_held(gw_t *g, int64_t now)
+{
+    call_t *c = g->held, *next;
+
+    g->held = NULL;
+    for (; c != NULL; c = next) {
+        next = c->next;
+        c->next = NULL;
+        if (gw__table_can_pick(g->t, c->svc, 0)) {
+            launch_proxy(g, c);
+        } else if (!hold_call(g, c, now)) {
+            answer_hold_over(g, c);
+            call_free(c);
+        }
+    }
+}
+
 /* Start a transfer for calls[0..n-1] (taken) on a ready backend of s. */
 static void launch(gw_t *g,
                    gw_service_t *s,
@@ -347,13 +442,13 @@ static void launch(gw_t *g,
     const char *lv[] = {s->name};
 
     for (size_t i = 0; i < n; i++) {
+        unhold(g, calls[i], now);
         calls[i]->sent_us = now;
         if (calls[i]->deadline_us > last)
             last = calls[i]->deadline_us;
-        if (batch)
-            crater_metric_observe(g->f.queue_s,
-                                  lv,
-                                  (now - calls[i]->arrive_us) / 1e6);
+        crater_metric_observe(g->f.queue_s,
+                              lv,
+                              (now - calls[i]->arrive_us) / 1e6);
     }
     if (x == NULL) {
         free(body);
@@ -372,6 +467,14 @@ static void launch(gw_t *g,
     for (size_t i = 0; batch && i < n; i++)
         x->rows += calls[i]->req->rows;
     x->be = gw__table_pick(g->t, s, batch ? s->max_inflight : 0);
+    if (x->be == NULL && !batch && hold_call(g, c0, now)) {
+        c0->body = body; /* back with the call until it is sent */
+        x->body = NULL;
+        x->calls = NULL;
+        free(calls);
+        xfer_free(g, x);
+        return;
+    }
     if (x->be == NULL) {
         char text[160];
         snprintf(text,
@@ -499,6 +602,17 @@ static bool due(const group_t *gr, int64_t now)
                || now - gr->head->arrive_us >= gr->svc->batch_timeout_us);
 }
 
+/* No ready backend: hold the group's requests (false: the service does
+ * not hold; they are sent, for 503). */
+static bool group_hold(gw_t *g, group_t *gr, int64_t now)
+{
+    if (atomic_load(&gr->svc->hold_us) <= 0)
+        return false;
+    for (call_t *c = gr->head; c != NULL; c = c->next)
+        mark_held(g, c, now); /* those whose hold is over: expire_group */
+    return true;
+}
+
 /* Send what is due to backends with room; drop empty groups. A due group
  * whose backends are all busy (max_inflight) waits for one to answer and
  * meanwhile fills up. With no ready backend at all it is sent, to be
@@ -511,6 +625,11 @@ static void flush_groups(gw_t *g, int64_t now)
         group_t *gr = *p;
         gr->blocked = false;
         while (due(gr, now)) {
+            if (!gw__table_can_pick(g->t, gr->svc, 0)
+                && group_hold(g, gr, now)) {
+                gr->blocked = true;
+                break;
+            }
             if (gw__table_can_pick(g->t, gr->svc, 0)
                 && !gw__table_can_pick(g->t, gr->svc, gr->svc->max_inflight)) {
                 gr->blocked = true;
@@ -666,18 +785,21 @@ static void expire_group(gw_t *g, group_t *gr, int64_t now)
 
     for (c = gr->head; c != NULL; c = next) {
         next = c->next;
-        if (c->deadline_us > now) {
+        if ((c->held ? c->held_until_us : c->deadline_us) > now) {
             *tail = c;
             tail = &c->next;
             gr->tail = c;
             continue;
         }
         gr->rows -= c->req->rows;
-        answer_error(g,
-                     c,
-                     504,
-                     "ETIMEDOUT",
-                     "timed out waiting for a batch to be sent");
+        if (c->held)
+            answer_hold_over(g, c);
+        else
+            answer_error(g,
+                         c,
+                         504,
+                         "ETIMEDOUT",
+                         "timed out waiting for a batch to be sent");
         call_free(c);
     }
     *tail = NULL;
@@ -696,7 +818,9 @@ static int64_t expire(gw_t *g, int64_t now)
         expire_group(g, gr, now);
         if (gr->head == NULL)
             continue;
-        if (gr->head->deadline_us < next)
+        if (gr->head->held && gr->head->held_until_us < next)
+            next = gr->head->held_until_us;
+        else if (gr->head->deadline_us < next)
             next = gr->head->deadline_us;
         if (!gr->blocked
             && gr->head->arrive_us + gr->svc->batch_timeout_us < next)
@@ -799,6 +923,12 @@ static void take_calls(gw_t *g, call_t *c, bool stop)
 
 static void drain_all(gw_t *g)
 {
+    while (g->held != NULL) {
+        call_t *c = g->held;
+        g->held = c->next;
+        answer_error(g, c, 503, "EUNAVAIL", "gateway shutting down");
+        call_free(c);
+    }
     while (g->groups != NULL) {
         group_t *gr = g->groups;
         g->groups = gr->next;
@@ -832,6 +962,8 @@ static void *loop_main(void *arg)
         int running, wait_ms;
         take_calls(g, take_inbox(g, &stop), stop);
         now = now_us();
+        g->holding = false;
+        retry_held(g, now);
         if (!stop && now >= g->next_probe_us) {
             probe_all(g);
             g->next_probe_us = now + g->o.health_ms * 1000;
@@ -844,6 +976,8 @@ static void *loop_main(void *arg)
         if (g->next_probe_us < next)
             next = g->next_probe_us;
         wait_ms = next <= now ? 0 : (int)((next - now + 999) / 1000);
+        if (g->holding && wait_ms > HOLD_POLL_MS) /* a backend may come */
+            wait_ms = HOLD_POLL_MS;
         if (!stop)
             curl_multi_poll(g->multi,
                             NULL,
@@ -1017,6 +1151,13 @@ static void publish(gw_service_t *s, void *arg)
     crater_metric_set(g->f.ready, lv, ready);
     crater_metric_set(g->f.total, lv, total);
     crater_metric_set(g->f.depth, lv, atomic_load(&s->queued));
+    crater_metric_set(g->f.held, lv, atomic_load(&s->held));
+}
+
+char *gw__metrics_render(gw_t *g, size_t *len)
+{
+    gw__table_services(g->t, publish, g);
+    return crater_metrics_render(g->m, len);
 }
 
 static void h_metrics(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
@@ -1024,8 +1165,7 @@ static void h_metrics(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     gw_t *g = arg;
 
     (void)r;
-    gw__table_services(g->t, publish, g);
-    resp->body = crater_metrics_render(g->m, &resp->len);
+    resp->body = gw__metrics_render(g, &resp->len);
     if (resp->body == NULL) {
         fail_resp(resp, CRATER_ENOMEM, "", "out of memory");
         return;
@@ -1072,8 +1212,9 @@ static int families(gw_t *g, crater_error_t *err)
                                         err);
     f->queue_s = crater_metrics_histogram(m,
                                           "crater_gateway_queue_seconds",
-                                          "Time a batched request waited for "
-                                          "its batch to be sent",
+                                          "Time from a request's arrival to "
+                                          "its sending to a backend (batch "
+                                          "wait, hold at zero)",
                                           svc,
                                           secs,
                                           14,
@@ -1101,8 +1242,14 @@ static int families(gw_t *g, crater_error_t *err)
                                     "Requests accepted and not yet answered",
                                     svc,
                                     err);
+    f->held = crater_metrics_gauge(m,
+                                   "crater_gateway_held",
+                                   "Requests waiting for a first ready "
+                                   "backend (a service at zero)",
+                                   svc,
+                                   err);
     return f->requests && f->batch && f->queue_s && f->backend_s && f->ready
-                   && f->total && f->depth
+                   && f->total && f->depth && f->held
                ? 0
                : -1;
 }

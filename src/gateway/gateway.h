@@ -17,6 +17,7 @@
 #ifndef CRATER_GATEWAY_GATEWAY_H
 #define CRATER_GATEWAY_GATEWAY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backends.h"
@@ -37,6 +38,9 @@ typedef struct gw gw_t;
  * listen address; ENOMEM). */
 gw_t *gw__start(const gw_opts_t *o, gw_table_t *t, crater_error_t *err);
 uint16_t gw__port(const gw_t *g);
+/* The gateway's metrics, Prometheus text (malloc'd; caller frees; NULL on
+ * ENOMEM): what GET /metrics answers, for craterd's own /metrics. */
+char *gw__metrics_render(gw_t *g, size_t *len);
 /* Stop serving: requests still waiting are answered 503. NULL accepted. */
 void gw__stop(gw_t *g);
 

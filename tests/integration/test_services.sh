@@ -11,8 +11,9 @@
 # succeeds; without load it scales back to 1; a replica that dies is
 # replaced (the warm one promoted first); one name per service; a
 # crash-looping model backs off; a service scales to zero after the grace
-# and a refused request wakes it; a training job preempts a warm replica
-# and never one in traffic; cancelling a service stops every replica.
+# and a request held in the gateway wakes it, answered once a replica is
+# ready (503 when none is within inference.activationTimeout); a training
+# job preempts a warm replica and never one in traffic; cancelling a service stops every replica.
 # Waits are for states, with deadlines.
 set -uo pipefail
 has() { local in; in=$(cat); grep -q "$@" <<<"$in"; }
@@ -52,7 +53,7 @@ service() { # service NAME [EXTRA_INFERENCE_YAML [WINDOWS]] -> submit's output
     cat >"$tmp/s.yaml" <<YAML
 name: $1
 workloadType: inference
-command: [sh, -c, 'sleep 4; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 200 -t 16', $fake, $mark]
+command: [sh, -c, 'sleep 4; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 200 -t 16 "\$1"', $fake, $mark]
 resources: {cpu: 100m, memory: 32Mi}
 inference:
   targetConcurrency: 1
@@ -68,11 +69,16 @@ infer() { # infer -> HTTP status of one request through the gateway
         "$gw/echo/v2/models/m/infer"
 }
 
-cat >"$tmp/config.yaml" <<'YAML'
+cat >"$tmp/config.yaml" <<YAML
 apiVersion: crater/v1
 kind: Config
 scheduler:
   preemptionMinRuntime: 0s
+inference:
+  activationTimeout: 15s
+server: # replica ports away from other tests' on this host (30500-31499)
+  gangPortBase: $((40000 + RANDOM % 20 * 1000))
+  gangPorts: 500
 YAML
 "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/config.yaml" \
     --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &
@@ -102,7 +108,10 @@ out=$(service bad2 '' $'  stableWindow: 1s\n  panicWindow: 2s')
 has 'inference.panicWindow' <<<"$out" && ok || bad "panicWindow > stableWindow refused: $out"
 printf 'name: dep\nworkloadType: inference\ncommand: [sleep, "1"]\nafter: [x]\ninference: {}\n' >"$tmp/dep.yaml"
 out=$(c submit -f "$tmp/dep.yaml" 2>&1)
-has 'after: not built for a service' <<<"$out" && ok || bad "after refused: $out"
+has "after\[0\]: no job named 'x'" <<<"$out" && ok || bad "after: an unknown job refused: $out"
+sed -i 's/after: \[x\]/after: [x, y]/' "$tmp/dep.yaml"
+out=$(c submit -f "$tmp/dep.yaml" 2>&1)
+has 'after: a service follows one training job' <<<"$out" && ok || bad "after: two jobs refused: $out"
 c get services -o json | jq -e '.items == []' >/dev/null && ok || bad "nothing was created"
 
 # ---- the service comes up: one replica in traffic, one warm ------------------
@@ -187,12 +196,37 @@ zid=$(service zero '  scaleToZeroGrace: 1s' $'  minReplicas: 0\n  maxReplicas: 1
     | jq -r .id)
 wait_svc 30 zero '.replicas.ready == 1' && ok || bad "zero: its first replica"
 wait_svc 40 zero '.replicas.traffic == 0 and .desired == 0' && ok || bad "zero: scaled to zero"
-code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$gw/zero/v2/models/m/infer")
-[ "$code" = 503 ] && ok || bad "zero: a request at zero is refused (got $code)"
-wait_svc 30 zero '.replicas.ready == 1' && ok || bad "zero: the refused request woke it"
+curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$gw/zero/v2/models/m/infer" \
+    >"$tmp/held.code" &
+held=$!
+for _ in $(seq 1 100); do # the request waits in the gateway, counted
+    curl -s "$gw/metrics" | grep -q '^crater_gateway_held{service="zero"} 1$' && break
+    sleep 0.1
+done
+curl -s "$gw/metrics" | grep -q '^crater_gateway_held{service="zero"} 1$' \
+    && ok || bad "zero: the request is held: $(curl -s "$gw/metrics" | grep held)"
+wait_svc 30 zero '.replicas.ready == 1' && ok || bad "zero: the held request woke it"
+wait "$held"
+[ "$(cat "$tmp/held.code")" = 200 ] && ok || bad "zero: the held request is answered 200 (got $(cat "$tmp/held.code"))"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$gw/zero/v2/models/m/infer")
 [ "$code" = 200 ] && ok || bad "zero: served again (got $code)"
 c cancel "$zid" >/dev/null
+
+# ---- a held request is answered 503 when no replica is ready in time -------------
+cat >"$tmp/never.yaml" <<YAML
+name: never
+workloadType: inference
+command: [sh, -c, 'sleep 300', $mark]
+resources: {cpu: 100m, memory: 32Mi}
+inference: {minReplicas: 1, maxReplicas: 1, maxBatchSize: 1}
+YAML
+nid=$(c submit -f "$tmp/never.yaml" -o json | jq -r .id)
+start=$(date +%s%N)
+out=$(curl -s -w ' %{http_code}' -X POST -d "$body" "$gw/never/v2/models/m/infer")
+took=$((($(date +%s%N) - start) / 1000000))
+has '503$' <<<"$out" && has 'no ready backend within 15000 ms' <<<"$out" \
+    && [ "$took" -ge 14500 ] && ok || bad "never: held 15 s then 503 (${took} ms): $out"
+c cancel "$nid" >/dev/null
 
 # ---- cancelling the service stops its replicas ----------------------------------
 c cancel "$sid" >/dev/null
@@ -208,7 +242,7 @@ c get jobs -o json | jq -e "$live" >/dev/null && ok || bad "every replica job en
 cat >"$tmp/gpu.yaml" <<YAML
 name: gpusvc
 workloadType: inference
-command: [sh, -c, 'sleep 1; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -t 4', $fake, $mark]
+command: [sh, -c, 'sleep 1; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -t 4 "\$1"', $fake, $mark]
 resources: {cpu: 100m, memory: 32Mi, gpu: {count: 1}}
 inference: {minReplicas: 1, maxReplicas: 1, warmPoolSize: 1, maxBatchSize: 1}
 YAML

@@ -2,7 +2,9 @@
  * (src/gateway/backends.c), the interface craterd will feed: add, remove,
  * set ready; picks go to the ready backend with the fewest outstanding
  * requests, ties rotate, a per-backend limit is respected, and a backend
- * removed while picked stays valid until it is given back. */
+ * removed while picked stays valid until it is given back; a drained one
+ * is picked no more and counts its requests in flight down to 0 (craterd
+ * stops a replica then); the hold time is per service. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +121,33 @@ START_TEST(limit_and_remove_while_picked)
 }
 END_TEST
 
+START_TEST(drain_counts_in_flight)
+{
+    gw_table_t *t = table3();
+    gw_service_t *s = gw__table_service(t, "m");
+    crater_error_t err;
+    gw_backend_t *b, *d;
+
+    gw__table_set_ready(t, "m", "http://127.0.0.1:1", true, &err);
+    b = gw__table_pick(t, s, 0);
+    ck_assert_ptr_nonnull(b);
+    d = gw__table_drain(t, "m", "http://127.0.0.1:1", &err);
+    ck_assert_ptr_eq(d, b);
+    ck_assert_ptr_null(gw__table_pick(t, s, 0)); /* no new request */
+    ck_assert_uint_eq(gw__table_outstanding(t, d), 1);
+    gw__table_done(t, b);
+    ck_assert_uint_eq(gw__table_outstanding(t, d), 0);
+    gw__table_release(t, d); /* freed here (ASan: no leak) */
+    ck_assert_ptr_null(gw__table_drain(t, "m", "http://127.0.0.1:1", &err));
+    ck_assert_str_eq(err.field, "backend");
+    ck_assert_int_eq(gw__table_set_hold(t, "m", 5000000, &err), 0);
+    ck_assert_int_eq(atomic_load(&s->hold_us), 5000000);
+    ck_assert_int_eq(gw__table_set_hold(t, "x", 1, &err), -1);
+    ck_assert_str_eq(err.field, "service");
+    gw__table_destroy(t);
+}
+END_TEST
+
 START_TEST(errors_name_the_field)
 {
     gw_table_t *t = table3();
@@ -159,6 +188,7 @@ int main(void)
     tcase_add_test(tc, least_outstanding_then_rotation);
     tcase_add_test(tc, limit_and_remove_while_picked);
     tcase_add_test(tc, errors_name_the_field);
+    tcase_add_test(tc, drain_counts_in_flight);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
