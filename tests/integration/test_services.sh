@@ -158,8 +158,16 @@ n=$(cat "$tmp"/load.* | wc -l)
 # ---- no load: back down to 1 ---------------------------------------------------
 wait_svc 40 echo '.replicas.traffic == 1 and .replicas.ready == 1 and .desired == 1' \
     && ok || bad "scaled back to 1"
-grep '"decision":"autoscale"' "$tmp/var/decisions.log" | tail -3 | has '"desired":1,' \
-    && ok || bad "the scale-down is in the decision log"
+# (the decision log is written by its own thread: wait for the line)
+logged=""
+for _ in $(seq 1 300); do
+    # a decision for 1 after the one for 3: the scale-down itself
+    grep '"decision":"autoscale"' "$tmp/var/decisions.log" \
+        | awk '/"desired":3,/ {up = 1} up && /"desired":1,/ {down = 1} END {exit !down}' \
+        && logged=1 && break
+    sleep 0.1
+done
+[ -n "$logged" ] && ok || bad "the scale-down is in the decision log"
 [ "$(infer)" = 200 ] && ok || bad "requests still succeed"
 
 # ---- a replica that dies is replaced -----------------------------------------------
