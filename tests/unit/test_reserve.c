@@ -315,6 +315,26 @@ static int cmp_end(const void *a, const void *b)
     return (x->task > y->task) - (x->task < y->task);
 }
 
+/* Two replicas of q as task ids first, first + 1, with a 5000 ms limit
+   (crater_sched_place_gang_backfill). */
+static int gang_bf(crater_sched_t *s,
+                   const crater_request_t *q,
+                   uint64_t first,
+                   const crater_reservation_t *r,
+                   crater_placement_t *out,
+                   crater_error_t *err)
+{
+    return crater_sched_place_gang_backfill(s,
+                                            q,
+                                            2,
+                                            first,
+                                            0,
+                                            5000,
+                                            r,
+                                            out,
+                                            err);
+}
+
 /* A gang head of two 8-GPU replicas on three nodes: nodes 0 and 2 empty
  * at 3000 and 2000, node 1 never (no limit): the shadow time is 3000,
  * when the second node empties, and the reservation names nodes 0 and
@@ -350,61 +370,18 @@ START_TEST(gang_head_reservation)
     ck_assert_int_eq(crater_sched_reserve_gang(s, &head, 2, ends, 2, &r, &err),
                      0);
     /* a long job goes to node 1; one ending by 3000 anywhere */
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &one,
-                                                 0,
-                                                 5000,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     0);
+    ck_assert_int_eq(bf(s, &one, 5000, &r, &p, &v, &err), 0);
     ck_assert_uint_eq(p.node, 1);
     ck_assert_int_eq(v, CRATER_BACKFILL_EXTRA);
-    ck_assert_int_eq(crater_sched_place_backfill(s,
-                                                 &one,
-                                                 0,
-                                                 3000,
-                                                 &r,
-                                                 &p,
-                                                 &v,
-                                                 &err),
-                     0);
+    ck_assert_int_eq(bf(s, &one, 3000, &r, &p, &v, &err), 0);
     ck_assert_int_eq(v, CRATER_BACKFILL_BEFORE_SHADOW);
     /* a gang behind it: two one-GPU replicas fit on node 1 only */
-    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
-                                                      &one,
-                                                      2,
-                                                      100,
-                                                      0,
-                                                      5000,
-                                                      &r,
-                                                      out,
-                                                      &err),
-                     0);
+    ck_assert_int_eq(gang_bf(s, &one, 100, &r, out, &err), 0);
     ck_assert_uint_eq(out[0].node, 1);
     ck_assert_uint_eq(out[1].node, 1);
-    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
-                                                      &one,
-                                                      2,
-                                                      200,
-                                                      0,
-                                                      5000,
-                                                      &r,
-                                                      out,
-                                                      &err),
-                     0);
+    ck_assert_int_eq(gang_bf(s, &one, 200, &r, out, &err), 0);
     /* node 1 is full now: a third gang fits nowhere: -1 */
-    ck_assert_int_eq(crater_sched_place_gang_backfill(s,
-                                                      &one,
-                                                      2,
-                                                      300,
-                                                      0,
-                                                      5000,
-                                                      &r,
-                                                      out,
-                                                      &err),
-                     -1);
+    ck_assert_int_eq(gang_bf(s, &one, 300, &r, out, &err), -1);
     ck_assert(!fits(s, one));
     crater_sched_destroy(s);
 }
