@@ -189,7 +189,8 @@ c get job "$rep" -o json | jq -e --arg p "$tmp/ckpt/1" --arg t "$t1" \
 t2=$(train 2)
 wait_svc 40 served '.model.job == '"$t2"' and .rollout.state == "done" and .version == 1
     and .replicas.ready == 1' && ok || bad "a new training run rolls served to job $t2"
-rep=$(svc served | jq -r '[.items[] | select(.state == "ready")][0].job')
+# the new version's replica (the old one may still be listed, draining)
+rep=$(svc served | jq -r '[.items[] | select(.state == "ready" and .version == 1)][0].job')
 c get job "$rep" -o json | jq -e --arg p "$tmp/ckpt/2" '.spec.env.CRATER_MODEL_PATH == $p' >/dev/null \
     && ok || bad "the new replica serves ckpt2: $(c get job "$rep" -o json | jq -c .spec.env)"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$gw/served/v2/health/ready")
