@@ -13,7 +13,8 @@
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libjansson-dev libfyaml-dev
-            libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev nettle-dev libhwloc-dev)
+            libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev nettle-dev libhwloc-dev
+            musl-tools)
 test_pkgs=(check libsubunit-dev clang libclang-rt-14-dev clang-format
            curl jq prometheus wrk python3 chromium nodejs etcd-server
            etcd-client python3-torch)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,13 @@ static void put_num(char *buf, size_t *k, int64_t v)
     } while (v > 0);
     while (n > 0)
         buf[(*k)++] = tmp[--n];
+}
+
+/* Closes every descriptor from lo up: close_range(2) by its number, since
+ * musl (the shim's libc where the build has it) has no wrapper. */
+static void close_from(unsigned lo)
+{
+    (void)syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 static void write_pid(char *const *procs, size_t n)
@@ -133,7 +141,7 @@ void taskexec_child(const taskexec_t *s)
                               : taskexec_hide_procs())
                < 0)
         fail("cannot hide other users' processes for", s->argv[0], errno, 126);
-    close_range(3, ~0U, 0);
+    close_from(3);
     drop_user(s);
     /* entered as the task user: it reaches only what that user may */
     if (s->dir && chdir(s->dir) < 0)
@@ -186,7 +194,7 @@ void taskexec_shim(const taskexec_t *s, int wfd, bool vfork_task)
         for (int i = 0; i < 3; i++)
             if (fd != i)
                 dup2(fd, i);
-    close_range(ns >= 0 ? 5 : 4, ~0U, 0); /* the agent's sockets and files */
+    close_from(ns >= 0 ? 5 : 4); /* the agent's sockets and files */
     t = vfork_task ? vfork() : fork();
     if (t == 0)
         taskexec_child(&c);
