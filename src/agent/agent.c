@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -454,17 +455,75 @@ static void heartbeat(crater_agent_t *a)
     json_decref(body);
 }
 
+/* The poll set of sup_main: the wake pipe, then the kept pid pipe of each
+ * running task (task.c), in *fds (grown as needed). Caller holds a->mu. */
+static size_t watch_set(crater_agent_t *a, struct pollfd **fds, size_t *cap)
+{
+    size_t n = 0;
+
+    if (*cap < a->ntasks + 1) {
+        struct pollfd *p = realloc(*fds, (a->ntasks + 1) * sizeof(*p));
+        if (!p)
+            return 0;
+        *fds = p;
+        *cap = a->ntasks + 1;
+    }
+    (*fds)[n++] = (struct pollfd){.fd = a->sup_wake[0], .events = POLLIN};
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->state == AT_RUNNING && a->tasks[i]->exit_watch)
+            (*fds)[n++] =
+                (struct pollfd){.fd = a->tasks[i]->pid_fd, .events = POLLIN};
+    return n;
+}
+
+/* Waits until a watched shim ends, new tasks are to be watched, or
+ * timeout_ms; the descriptors that ended, in fds[0..returned). */
+static size_t watch_wait(crater_agent_t *a,
+                         struct pollfd *fds,
+                         size_t n,
+                         int timeout_ms)
+{
+    char drain[64];
+    size_t k = 0;
+
+    if (n == 0) {
+        usleep((useconds_t)timeout_ms * 1000);
+        return 0;
+    }
+    if (poll(fds, n, timeout_ms) <= 0)
+        return 0;
+    if (fds[0].revents)
+        while (read(a->sup_wake[0], drain, sizeof(drain)) > 0)
+            ;
+    for (size_t i = 1; i < n; i++)
+        if (fds[i].revents)
+            fds[k++].fd = fds[i].fd;
+    return k;
+}
+
+/* The supervisor: every TICK_MS each running task is checked (exit, time
+ * limit, stop deadline, usage), and in between a task whose shim ends is
+ * checked at once: the shim keeps its pid pipe open until it exits, so
+ * the pipe's end wakes the poll (an adopted task has none: the tick finds
+ * it). An exit is then reported without waiting for the tick, and the
+ * resources it held are free for the next task sooner. */
 static void *sup_main(void *arg)
 {
     crater_agent_t *a = arg;
-    int64_t next_watch = 0, next_sample = 0;
+    int64_t next_watch = 0, next_sample = 0, next_tick = 0;
     uint64_t every = a->cfg ? a->cfg->monitoring.sampling_interval_ms : 5000;
+    struct pollfd *fds = NULL;
+    size_t cap = 0, nready = 0;
+    int ready[64];
 
     while (!stopping(a)) {
         int64_t now = agent_now_ms();
-        bool hb, reg;
+        bool hb, reg, full = now >= next_tick;
+        size_t nfds;
         pthread_mutex_lock(&a->mu);
-        task_supervise(a, now);
+        task_supervise(a, now, ready, nready, full);
+        if (full)
+            next_tick = now + TICK_MS;
         reg = a->need_register;
         hb = !reg && (a->hb_now || now >= a->next_hb_ms);
         if (hb) {
@@ -485,8 +544,19 @@ static void *sup_main(void *arg)
         }
         if (hb)
             heartbeat(a);
-        usleep(TICK_MS * 1000);
+        pthread_mutex_lock(&a->mu);
+        nfds = watch_set(a, &fds, &cap);
+        pthread_mutex_unlock(&a->mu);
+        now = agent_now_ms();
+        nready = watch_wait(a,
+                            fds,
+                            nfds,
+                            next_tick > now ? (int)(next_tick - now) : 0);
+        nready = nready < 64 ? nready : 64; /* more: the tick has them */
+        for (size_t i = 0; i < nready; i++)
+            ready[i] = fds[i].fd;
     }
+    free(fds);
     return NULL;
 }
 
@@ -589,10 +659,15 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     a->need_register = true;
     a->hb_interval_ms = 5000;
     a->procns_fd = a->mounts_fd = -1;
+    a->sup_wake[0] = a->sup_wake[1] = -1;
     if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
         a->instance = (uint32_t)getpid();
     if (!a->server || !a->token || !a->data_dir) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (pipe2(a->sup_wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        crater_errorf(err, CRATER_EIO, "pipe: %s", strerror(errno));
         goto fail;
     }
     if (open_parts(a, o, err) < 0)
@@ -629,7 +704,7 @@ static void stop_tasks(crater_agent_t *a)
         task_stop(a, a->tasks[i], a->stop_grace_ms);
     while (running && agent_now_ms() < end + 1000) {
         running = false;
-        task_supervise(a, agent_now_ms());
+        task_supervise(a, agent_now_ms(), NULL, 0, true);
         for (size_t i = 0; i < a->ntasks; i++)
             running |= a->tasks[i]->state == AT_RUNNING;
         if (running)
@@ -682,6 +757,9 @@ void crater_agent_stop(crater_agent_t *a)
     free(a->token);
     free(a->data_dir);
     free(a->work_root);
+    for (int i = 0; i < 2; i++)
+        if (a->sup_wake[i] >= 0)
+            close(a->sup_wake[i]);
     pthread_cond_destroy(&a->wake);
     pthread_cond_destroy(&a->ev_wake);
     pthread_cond_destroy(&a->log_wake);

@@ -28,7 +28,7 @@
 /* Spare task directories an agent keeps at most (spare.c). */
 #define SPARE_MAX 1024
 /* Finished tasks' cgroups an agent keeps at most (cgpool.c). */
-#define CGPOOL_MAX 64
+#define CGPOOL_MAX 128
 #define AGENT_CKQ_MAX 8 /* unsent checkpoint reports kept per task */
 
 typedef struct notice_srv notice_srv_t;
@@ -59,6 +59,8 @@ typedef struct atask {
                             a reused pid is not taken for it */
     bool shim_child;     /* the shim is this agent's child: reap it */
     bool pid_wait;       /* spawned; pid_fd brings its pid (task.c) */
+    bool exit_watch;     /* pid_fd read, kept open: it ends when the shim
+                            does (after its exit file), waking sup_main */
     int pid_fd;
     bool adopted;     /* left running by an earlier agent */
     char *dir;        /* DATA/tasks/<job>.<attempt>[.r<replica>]:
@@ -127,6 +129,7 @@ typedef struct atask {
 struct crater_agent {
     pthread_mutex_t mu;
     pthread_cond_t wake;
+    int sup_wake[2]; /* a pipe: new tasks for sup_main to watch (task.c) */
     bool stopping;
     pthread_t work_thread, sup_thread, ev_thread, log_thread, notice_thread;
     size_t nthreads; /* started, in the order work, sup, ev, log, notice */
@@ -273,7 +276,11 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task);
  * any other order touches them, and at the end of each work batch. */
 void task_start_finish(crater_agent_t *a);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
-void task_supervise(crater_agent_t *a, int64_t now);
+/* Exits, time limits, stop deadlines and usage of the running tasks:
+ * every task when full, else only those whose kept pid pipe (exit_watch)
+ * is among ready[0..nready) (sup_main's poll). Callers hold a->mu. */
+void task_supervise(
+    crater_agent_t *a, int64_t now, const int *ready, size_t nready, bool full);
 int task_add(crater_agent_t *a, atask_t *t);
 /* A file the agent needs (mode R_OK or X_OK): $env, then each path of
  * beside (NULL-terminated) relative to this executable's directory, then

@@ -536,12 +536,14 @@ static int shim_pid(crater_agent_t *a, atask_t *t, crater_error_t *err)
     while ((got = read(t->pid_fd, &t->pid, sizeof(t->pid))) < 0
            && errno == EINTR)
         ;
-    close(t->pid_fd);
     t->pid_wait = false;
-    if (got != sizeof(t->pid) || t->pid <= 0)
+    if (got != sizeof(t->pid) || t->pid <= 0) {
+        close(t->pid_fd);
         return crater_errorf(err,
                              CRATER_EIO,
                              "the task's supervisor could not start it");
+    }
+    t->exit_watch = true; /* its end is the shim's exit: sup_main polls it */
     t->started_ms = agent_now_ms();
     t->shim_start = taskstate_start_of(t->shim);
     if (taskstate_save(a, t, err) < 0) /* the task runs; adoption will not */
@@ -652,12 +654,18 @@ int task_start(crater_agent_t *a, crater_proto_task_t *task)
 void task_start_finish(crater_agent_t *a)
 {
     crater_error_t err = {0};
+    bool started = false;
 
     for (size_t i = 0; i < a->ntasks; i++) {
+        started |= a->tasks[i]->pid_wait;
         atask_t *t = a->tasks[i];
         if (t->pid_wait && shim_pid(a, t, &err) < 0)
             start_failed(t, &err);
     }
+    if (started && write(a->sup_wake[1], "", 1) < 0 && errno != EAGAIN)
+        crater_log(LOG_WARNING,
+                   "agent: waking the supervisor: %s",
+                   strerror(errno));
 }
 
 /* SIGTERM to t's process group and cgroup. A task stopped the moment it
@@ -697,6 +705,10 @@ static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
 {
     uint64_t ooms = 0;
 
+    if (t->exit_watch) {
+        close(t->pid_fd);
+        t->exit_watch = false;
+    }
     t->state = AT_EXITED;
     t->ended_ms = at > 0 ? at : agent_now_ms();
     if (status < 0) {
@@ -763,11 +775,27 @@ static int check_exit(crater_agent_t *a, atask_t *t)
     return 0;
 }
 
-void task_supervise(crater_agent_t *a, int64_t now)
+static bool among(int fd, const int *set, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == fd)
+            return true;
+    return false;
+}
+
+void task_supervise(
+    crater_agent_t *a, int64_t now, const int *ready, size_t nready, bool full)
 {
     for (size_t i = 0; i < a->ntasks; i++) {
         atask_t *t = a->tasks[i];
-        if (t->state != AT_RUNNING || check_exit(a, t))
+        if (t->state != AT_RUNNING)
+            continue;
+        if (!full) { /* only the tasks whose shim just ended */
+            if (t->exit_watch && among(t->pid_fd, ready, nready))
+                check_exit(a, t);
+            continue;
+        }
+        if (check_exit(a, t))
             continue;
         timelimit_check(a, t);
         if (t->stop_requested && !t->term_sent && !t->killed)
@@ -835,7 +863,7 @@ void task_free(crater_agent_t *a, atask_t *t)
 {
     if (!t)
         return;
-    if (t->pid_wait)
+    if (t->pid_wait || t->exit_watch)
         close(t->pid_fd);
     if (t->state == AT_EXITED || t->pid <= 0)
         cgpool_give(a, t);

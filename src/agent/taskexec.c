@@ -202,7 +202,8 @@ void taskexec_shim(const taskexec_t *s, int wfd, bool vfork_task)
         close(c.procns_fd); /* the task has entered it */
     if (write(3, &t, sizeof(t)) != sizeof(t) || t < 0)
         _exit(1);
-    close(3);
+    /* fd 3 stays open until this process exits: its end is how the agent
+     * learns at once that the exit file is there (task.c) */
     while (waitpid(t, &status, 0) < 0)
         if (errno != EINTR)
             _exit(1);
