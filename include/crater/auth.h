@@ -9,6 +9,8 @@
  *
  * Roles: admin (everything), user (bound to one tenant: sees and cancels
  * only that tenant's jobs), agent (bound to one node: speaks only for it).
+ * An admin or user token may be read-only (Kubernetes' "view"): it reads
+ * what its role reads (GET and HEAD) and changes nothing.
  */
 #ifndef CRATER_AUTH_H
 #define CRATER_AUTH_H
@@ -60,6 +62,7 @@ typedef struct crater_token_rec {
     int64_t expires_ms;   /* it stops working then; 0: never */
     int64_t last_used_ms; /* last authenticated request (to the minute as
                              stored); 0: never used */
+    bool read_only;       /* GET and HEAD only (admin and user tokens) */
 } crater_token_rec_t;
 
 /* Has r expired at now_ms? */
@@ -69,8 +72,9 @@ bool crater_token_expired(const crater_token_rec_t *r, int64_t now_ms);
 void crater_token_rec_free(crater_token_rec_t *r);
 
 /* {"hash", "role", "tenant"?, "node"?, "name"?, "created_ms",
- * "expires_ms"?, "last_used_ms"?}: absent members (and zero times) are
- * omitted. New reference the caller owns; NULL on ENOMEM. */
+ * "expires_ms"?, "last_used_ms"?, "read_only"?}: absent members (zero
+ * times, read_only false) are omitted. New reference the caller owns; NULL on
+ * ENOMEM. */
 json_t *crater_token_rec_to_json(const crater_token_rec_t *r);
 
 /* Strict decode of the object above: unknown fields (with a suggestion),

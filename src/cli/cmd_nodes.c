@@ -21,6 +21,7 @@ enum {
     O_NAME,
     O_NODE,
     O_EXPIRES,
+    O_READ_ONLY,
 };
 
 static int node_path(const char *name, const char *suffix, char *buf, size_t n)
@@ -221,6 +222,7 @@ int cli_nodes(int argc, char **argv)
 
 struct token_req {
     const char *role, *tenant, *name, *node, *expires;
+    bool read_only;
 };
 
 static int token_opt(int c, const char *arg, void *ctx)
@@ -237,6 +239,8 @@ static int token_opt(int c, const char *arg, void *ctx)
         t->node = arg;
     else if (c == O_EXPIRES)
         t->expires = arg;
+    else if (c == O_READ_ONLY)
+        t->read_only = true;
     else
         return -1;
     return 0;
@@ -254,6 +258,8 @@ static json_t *token_body(const struct token_req *t)
         json_object_set_new(b, "node", json_string(t->node));
     if (b && t->expires)
         json_object_set_new(b, "expires", json_string(t->expires));
+    if (b && t->read_only)
+        json_object_set_new(b, "readOnly", json_true());
     return b;
 }
 
@@ -274,13 +280,18 @@ static void token_row(const json_t *t, int64_t now)
     const char *scope = json_string_value(json_object_get(t, "tenant"));
     const char *name = json_string_value(json_object_get(t, "name"));
     int64_t exp = json_integer_value(json_object_get(t, "expires_ms"));
-    char used[48], until[48];
+    char used[48], until[48], role[32];
 
     if (!scope)
         scope = json_string_value(json_object_get(t, "node"));
-    printf("%-14.12s %-6s %-16s %-10s %-10s %s\n",
+    snprintf(role,
+             sizeof(role),
+             "%s%s",
+             json_string_value(json_object_get(t, "role")),
+             json_is_true(json_object_get(t, "read_only")) ? "/ro" : "");
+    printf("%-14.12s %-8s %-16s %-10s %-10s %s\n",
            json_string_value(json_object_get(t, "hash")),
-           json_string_value(json_object_get(t, "role")),
+           role,
            scope ? scope : "-",
            when(json_integer_value(json_object_get(t, "last_used_ms")),
                 now,
@@ -310,7 +321,7 @@ static int token_list(int argc, char **argv, const char *usage)
     if (rc == CLI_EXIT_OK && co.fmt != CLI_FMT_TEXT)
         rc = cli__print_raw(res, co.fmt);
     else if (rc == CLI_EXIT_OK) {
-        printf("%-14s %-6s %-16s %-10s %-10s %s\n",
+        printf("%-14s %-8s %-16s %-10s %-10s %s\n",
                "HASH",
                "ROLE",
                "SCOPE",
@@ -364,11 +375,13 @@ int cli_token(int argc, char **argv)
     static const char usage[] =
         "usage: crater token create --role admin|user|agent [--tenant T]\n"
         "                           [--name N] [--node NODE] [--expires 30d]\n"
-        "                           [-o json|yaml]\n"
+        "                           [--read-only] [-o json|yaml]\n"
         "       crater token list [-o json|yaml]\n"
         "       crater token revoke HASH\n"
         "Create an API token (admin only). user tokens need --tenant, agent\n"
-        "tokens --node; --expires makes it stop working after that long.\n"
+        "tokens --node; --expires makes it stop working after that long;\n"
+        "--read-only: it may only read (an admin's: the whole cluster, a\n"
+        "user's: its tenant), e.g. for the dashboard.\n"
         "The token is printed once; the server keeps only its hash.\n"
         "list: every token's hash, role, scope, last use and expiry.\n"
         "revoke: the token with that hash stops working at once.\n";
@@ -379,6 +392,7 @@ int cli_token(int argc, char **argv)
          {"name", required_argument, NULL, O_NAME},
          {"node", required_argument, NULL, O_NODE},
          {"expires", required_argument, NULL, O_EXPIRES},
+         {"read-only", no_argument, NULL, O_READ_ONLY},
          {0}};
     struct token_req t = {0};
     cli_common_t co = {0};

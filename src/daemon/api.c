@@ -33,6 +33,17 @@ void api_errorf(crater_http_resp_t *resp,
     crater_http_error(resp, &err);
 }
 
+/* What a read-only token may do: GET and HEAD, and the what-if POST
+ * /api/v1/schedule (it places nothing). */
+static bool reads_only(const crater_http_req_t *r)
+{
+    const char *m = crater_http_method(r);
+
+    return !strcmp(m, "GET") || !strcmp(m, "HEAD")
+           || (!strcmp(m, "POST")
+               && !strcmp(crater_http_path(r), "/api/v1/schedule"));
+}
+
 int api_auth(crater_daemon_t *d,
              crater_http_req_t *r,
              crater_http_resp_t *resp,
@@ -70,6 +81,16 @@ int api_auth(crater_daemon_t *d,
     /* an agent token (it lives on a node, where a task may steal it)
      * reaches its node's agent endpoints and nothing else: no job lists,
      * tenants or nodes */
+    if (rec->read_only && !reads_only(r)) {
+        api_errorf(resp,
+                   CRATER_EPERM,
+                   NULL,
+                   "this token is read-only: it may read (GET) and ask "
+                   "what-if questions (POST /api/v1/schedule), not %s %s",
+                   crater_http_method(r),
+                   crater_http_path(r));
+        return -1;
+    }
     if (p->role == CRATER_ROLE_AGENT
         && strncmp(crater_http_path(r), "/api/v1/agents/", 15) != 0) {
         api_errorf(resp,

@@ -17,12 +17,13 @@
 /* ---- tokens ----------------------------------------------------------------
  */
 
-/* A token request: {"role", "tenant"?, "node"?, "name"?, "expires"?};
- * expires is a duration from now ("30d", "12h"). Strings are borrowed
- * from the body. */
+/* A token request: {"role", "tenant"?, "node"?, "name"?, "expires"?,
+ * "readOnly"?}; expires is a duration from now ("30d", "12h"). Strings
+ * are borrowed from the body. */
 typedef struct token_req {
     const char *role, *tenant, *node, *name;
     uint64_t expires_s;
+    bool read_only;
 } token_req_t;
 
 #define TOKEN_EXPIRY_MAX_S (10LL * 366 * 86400) /* ten years */
@@ -74,6 +75,11 @@ static int tq_expires(crater_dec_t *d, json_t *v, void *o)
     return 0;
 }
 
+static int tq_read_only(crater_dec_t *d, json_t *v, void *o)
+{
+    return crater_dec_bool(d, v, &((token_req_t *)o)->read_only);
+}
+
 static int token_req_decode(json_t *body,
                             token_req_t *q,
                             crater_http_resp_t *resp)
@@ -84,6 +90,7 @@ static int token_req_decode(json_t *body,
         {"node", tq_node, 0},
         {"name", tq_name, 0},
         {"expires", tq_expires, 0},
+        {"readOnly", tq_read_only, 0},
         {NULL, NULL, 0},
     };
     crater_error_t err = {0};
@@ -133,6 +140,7 @@ static void h_token_create(crater_http_req_t *r,
                                          q.tenant ? q.tenant : q.node,
                                          q.name,
                                          expires_ms,
+                                         q.read_only,
                                          tok,
                                          sizeof(tok),
                                          &err)
@@ -152,6 +160,8 @@ static void h_token_create(crater_http_req_t *r,
                     q.tenant ? q.tenant : q.node);
     if (ans && expires_ms)
         json_object_set_new(ans, "expires_ms", json_integer(expires_ms));
+    if (ans && q.read_only)
+        json_object_set_new(ans, "readOnly", json_true());
     crater_http_json(resp, 201, ans);
 out:
     json_decref(body);
@@ -183,17 +193,26 @@ static void h_token_list(crater_http_req_t *r,
     pthread_mutex_unlock(&d->mu);
 }
 
-/* The token record with this hash, and how many admin tokens there are;
- * caller holds d->mu. */
+/* An admin token that can still create tokens: not read-only, not
+ * expired. */
+static bool full_admin(const crater_token_rec_t *t, int64_t now)
+{
+    return t->role == CRATER_ROLE_ADMIN && !t->read_only
+           && !crater_token_expired(t, now);
+}
+
+/* The token record with this hash, and how many full admin tokens there
+ * are; caller holds d->mu. */
 static dtoken_t *token_by_hash(crater_daemon_t *d,
                                const char *hash,
                                size_t *admins)
 {
     dtoken_t *found = NULL;
+    int64_t now = dnow_ms();
 
     *admins = 0;
     for (size_t i = 0; i < d->ntokens; i++) {
-        *admins += d->tokens[i]->rec.role == CRATER_ROLE_ADMIN;
+        *admins += full_admin(&d->tokens[i]->rec, now);
         if (hash && strcmp(d->tokens[i]->rec.hash, hash) == 0)
             found = d->tokens[i];
     }
@@ -217,7 +236,8 @@ static void token_forget(crater_daemon_t *d, const char *hash)
 }
 
 /* DELETE /api/v1/tokens/{hash}: the token stops working at once. The last
- * admin token cannot be revoked (nobody could create another). */
+ * full admin token (not read-only, not expired) cannot be revoked: nobody
+ * could create another. */
 static void h_token_revoke(crater_http_req_t *r,
                            crater_http_resp_t *resp,
                            void *arg)
@@ -237,7 +257,7 @@ static void h_token_revoke(crater_http_req_t *r,
         tok = token_by_hash(d, hash, &admins);
         if (!tok)
             api_errorf(resp, CRATER_ENOENT, "hash", "no token '%s'", hash);
-        else if (tok->rec.role == CRATER_ROLE_ADMIN && admins == 1)
+        else if (full_admin(&tok->rec, dnow_ms()) && admins == 1)
             api_errorf(resp,
                        CRATER_EEXIST,
                        "hash",

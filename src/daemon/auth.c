@@ -182,7 +182,9 @@ json_t *crater_token_rec_to_json(const crater_token_rec_t *r)
         || set_str(o, "node", r->node) < 0 || set_str(o, "name", r->name) < 0
         || json_object_set_new(o, "created_ms", json_integer(r->created_ms)) < 0
         || set_time(o, "expires_ms", r->expires_ms) < 0
-        || set_time(o, "last_used_ms", r->last_used_ms) < 0) {
+        || set_time(o, "last_used_ms", r->last_used_ms) < 0
+        || (r->read_only
+            && json_object_set_new(o, "read_only", json_true()) < 0)) {
         json_decref(o);
         return NULL;
     }
@@ -293,6 +295,11 @@ static int f_last_used(crater_dec_t *d, json_t *v, void *obj)
                           &((crater_token_rec_t *)obj)->last_used_ms);
 }
 
+static int f_read_only(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &((crater_token_rec_t *)obj)->read_only);
+}
+
 static const crater_dec_field_t rec_fields[] = {
     {"hash", f_hash, CRATER_FIELD_REQUIRED},
     {"role", f_role, CRATER_FIELD_REQUIRED},
@@ -302,6 +309,7 @@ static const crater_dec_field_t rec_fields[] = {
     {"created_ms", f_created, CRATER_FIELD_REQUIRED},
     {"expires_ms", f_expires, 0},
     {"last_used_ms", f_last_used, 0},
+    {"read_only", f_read_only, 0},
     {NULL, NULL, 0},
 };
 
@@ -338,6 +346,12 @@ static int check_binding(crater_dec_t *d, const crater_token_rec_t *r)
                        "node",
                        CRATER_ECONFLICT,
                        "only agent tokens have a node");
+    if (r->role == CRATER_ROLE_AGENT && r->read_only)
+        return fail_at(d,
+                       "read_only",
+                       CRATER_ECONFLICT,
+                       "an agent token cannot be read-only (it reports its "
+                       "node's state)");
     return 0;
 }
 

@@ -168,13 +168,15 @@ static int make_token(crater_daemon_t *d,
                       const char *scope,
                       const char *name,
                       int64_t expires_ms,
+                      bool read_only,
                       char *buf,
                       size_t size,
                       crater_error_t *err)
 {
     crater_token_rec_t rec = {.role = role,
                               .created_ms = dnow_ms(),
-                              .expires_ms = expires_ms};
+                              .expires_ms = expires_ms,
+                              .read_only = read_only};
     char key[256];
     crater_txn_t *t;
     char *text;
@@ -232,6 +234,7 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                             scope,
                                             NULL,
                                             0,
+                                            false,
                                             buf,
                                             size,
                                             err);
@@ -242,6 +245,7 @@ int crater_daemon_create_token_named(crater_daemon_t *d,
                                      const char *scope,
                                      const char *name,
                                      int64_t expires_ms,
+                                     bool read_only,
                                      char *buf,
                                      size_t size,
                                      crater_error_t *err)
@@ -259,7 +263,13 @@ int crater_daemon_create_token_named(crater_daemon_t *d,
                                    "a %s token needs a %s",
                                    role,
                                    r == CRATER_ROLE_USER ? "tenant" : "node");
-    return make_token(d, r, scope, name, expires_ms, buf, size, err);
+    if (read_only && r == CRATER_ROLE_AGENT)
+        return crater_errorf_field(err,
+                                   CRATER_ECONFLICT,
+                                   "readOnly",
+                                   "an agent token cannot be read-only (it "
+                                   "reports its node's state)");
+    return make_token(d, r, scope, name, expires_ms, read_only, buf, size, err);
 }
 
 static int first_admin(crater_daemon_t *d, crater_error_t *err)
@@ -284,6 +294,7 @@ static int first_admin(crater_daemon_t *d, crater_error_t *err)
                    NULL,
                    "first admin",
                    0,
+                   false,
                    tok,
                    sizeof(tok),
                    err)

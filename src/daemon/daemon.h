@@ -44,13 +44,15 @@ int crater_daemon_create_token(crater_daemon_t *d,
                                char *buf,
                                size_t size,
                                crater_error_t *err);
-/* The same with a name kept in the token's record (NULL = none) and an
- * expiry time in ms since the epoch (0 = never). */
+/* The same with a name kept in the token's record (NULL = none), an
+ * expiry time in ms since the epoch (0 = never), and read_only (GET and
+ * HEAD only; refused for agent tokens, err->field "readOnly"). */
 int crater_daemon_create_token_named(crater_daemon_t *d,
                                      const char *role,
                                      const char *tenant_or_node,
                                      const char *name,
                                      int64_t expires_ms,
+                                     bool read_only,
                                      char *buf,
                                      size_t size,
                                      crater_error_t *err);

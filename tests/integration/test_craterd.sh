@@ -60,6 +60,33 @@ echo '{"role":"wizard"}' >"$tmp/t"
 api POST /api/v1/tokens "$admin" "$tmp/t"; expect "bad role" 400 '.field == "role"'
 api GET /api/v1/tokens "$admin"; expect "tokens hashed" 200 "[.items[].hash | length == 64] | all and (tostring | test(\"crt_\") | not)"
 api GET /api/v1/tokens "$admin"; expect "a token keeps its name" 200 '[.items[] | select(.name == "alice")] | length == 1'
+# read-only tokens (the dashboard's viewers): an admin's reads every
+# tenant, a user's its own; neither changes anything; agents cannot be
+echo '{"role":"admin","name":"viewer","readOnly":true}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "read-only admin token" 201 '.readOnly == true'
+roa=$(field .token)
+echo '{"role":"user","tenant":"team-a","readOnly":true}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; rou=$(field .token)
+echo "{\"role\":\"agent\",\"node\":\"$node\",\"readOnly\":true}" >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "read-only agent token" 400 '.field == "readOnly" and .code == "ECONFLICT"'
+echo '{"role":"admin","readOnly":"yes"}' >"$tmp/t"
+api POST /api/v1/tokens "$admin" "$tmp/t"; expect "readOnly not a boolean" 400 '.field == "readOnly"'
+api GET /api/v1/jobs "$roa"; expect "read-only admin lists jobs" 200
+api GET /api/v1/nodes "$roa"; expect "read-only admin lists nodes" 200
+api GET /api/v1/tokens "$admin"; expect "listed read-only" 200 '[.items[] | select(.name == "viewer") | .read_only] == [true]'
+printf '{"name": "ro", "command": ["true"], "resources": {"cpu": "100m", "memory": "16Mi"}}' >"$tmp/j"
+api POST /api/v1/jobs "$roa" "$tmp/j"; expect "read-only admin cannot submit" 403 '.error | test("read-only")'
+api POST /api/v1/jobs "$rou" "$tmp/j"; expect "read-only user cannot submit" 403 '.error | test("read-only")'
+api POST /api/v1/schedule "$rou" "$tmp/j"; expect "read-only user asks what-if" 200
+api POST "/api/v1/nodes/$node/cordon" "$roa"; expect "read-only admin cannot cordon" 403
+echo '{"role":"user","tenant":"team-b"}' >"$tmp/t"
+api POST /api/v1/tokens "$roa" "$tmp/t"; expect "read-only admin cannot mint tokens" 403
+api DELETE "/api/v1/tokens/$(echo -n "$ua" | sha256sum | cut -d' ' -f1)" "$roa"; expect "read-only admin cannot revoke" 403
+api GET /api/v1/jobs "$ua"; expect "the token it tried to revoke still works" 200
+"${CRATER_BIN:?}" token create --role admin --read-only --name ro2 --server "$url" --token "$admin" -o json >"$tmp/ro2" 2>&1 \
+    && jq -e '.readOnly == true' "$tmp/ro2" >/dev/null && ok || bad "crater token create --read-only: $(cat "$tmp/ro2")"
+"${CRATER_BIN:?}" token list --server "$url" --token "$admin" >"$tmp/tl" 2>&1 \
+    && grep -q "admin/ro .*viewer" "$tmp/tl" && ok || bad "crater token list shows read-only: $(cat "$tmp/tl")"
 # revocation: the token stops working at once; the last admin token stays
 echo '{"role":"user","tenant":"team-b","name":"short-lived"}' >"$tmp/t"
 api POST /api/v1/tokens "$admin" "$tmp/t"; tmptok=$(field .token); tmphash=$(field .hash)

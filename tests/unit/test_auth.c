@@ -140,6 +140,7 @@ static void round_trip(const crater_token_rec_t *in, const char *want_json)
     ck_assert_pstr_eq(out.node, in->node);
     ck_assert_pstr_eq(out.name, in->name);
     ck_assert_int_eq(out.created_ms, in->created_ms);
+    ck_assert(out.read_only == in->read_only);
     crater_token_rec_free(&out);
     ck_assert_ptr_null(out.tenant);
     json_decref(j);
@@ -169,6 +170,14 @@ START_TEST(test_record_round_trip)
     round_trip(&admin,
                "{\"created_ms\":5,\"hash\":\"" SHA_ABC "\","
                "\"role\":\"admin\"}");
+    admin.read_only = user.read_only = true;
+    round_trip(&admin,
+               "{\"created_ms\":5,\"hash\":\"" SHA_ABC "\","
+               "\"read_only\":true,\"role\":\"admin\"}");
+    round_trip(&user,
+               "{\"created_ms\":1764452663123,\"hash\":\"" SHA_ABC "\","
+               "\"name\":\"alice \\\"laptop\\\"\",\"read_only\":true,"
+               "\"role\":\"user\",\"tenant\":\"team-a\"}");
 }
 END_TEST
 
@@ -234,6 +243,17 @@ START_TEST(test_decode_errors)
                  CRATER_ECONFLICT,
                  "node",
                  "node: only agent tokens have a node");
+    expect_error("{\"hash\":" H64 ",\"role\":\"agent\",\"node\":\"n1\","
+                 "\"read_only\":true,\"created_ms\":1}",
+                 CRATER_ECONFLICT,
+                 "read_only",
+                 "read_only: an agent token cannot be read-only (it reports "
+                 "its node's state)");
+    expect_error("{\"hash\":" H64 ",\"role\":\"admin\","
+                 "\"read_only\":\"yes\",\"created_ms\":1}",
+                 CRATER_ETYPE,
+                 "read_only",
+                 "read_only: expected true or false, got a string");
     expect_error("{\"hash\":\"ABC\",\"role\":\"admin\",\"created_ms\":1}",
                  CRATER_EINVAL,
                  "hash",
