@@ -135,23 +135,24 @@ typedef struct crater_config {
         uint64_t history_retention_ms;   /* store.historyRetention, 0 = all */
     } store;
     struct {
-        char *currency;            /* cost.currency */
-        crater_cost_basis_t basis; /* cost.basis */
-        double gpu_hour;           /* cost.gpuHour, 0 = derive */
-        double gpu_sm_hour;        /* cost.gpuSmHour */
-        double gpu_hbm_tbps_hour;  /* cost.gpuHbmTBpsHour */
-        json_t *gpu_models;        /* cost.gpuModels {model: price} */
-        double cpu_core_hour;      /* cost.cpuCoreHour */
-        double memory_gib_hour;    /* cost.memoryGiBHour */
-        double disk_kiops_hour;    /* cost.diskKiopsHour */
-        double disk_gbps_hour;     /* cost.diskGBpsHour */
-        json_t *tenant_rates;      /* cost.tenantRates {tenant: factor} */
-        json_t *tenant_budgets;    /* cost.tenantBudgets {tenant: amount} */
-        uint64_t budget_window_ms; /* cost.budgetWindow */
-        char *billing_weights;     /* cost.billingWeights, "none" */
-        bool billing_max_tres;     /* cost.billingMaxTres */
-        double billing_unit_hour;  /* cost.billingUnitHour */
-        uint64_t retention_ms;     /* cost.retention */
+        char *currency;             /* cost.currency */
+        crater_cost_basis_t basis;  /* cost.basis */
+        double gpu_hour;            /* cost.gpuHour, 0 = derive */
+        double gpu_sm_hour;         /* cost.gpuSmHour */
+        double gpu_hbm_tbps_hour;   /* cost.gpuHbmTBpsHour */
+        json_t *gpu_models;         /* cost.gpuModels {model: price} */
+        double cpu_core_hour;       /* cost.cpuCoreHour */
+        double memory_gib_hour;     /* cost.memoryGiBHour */
+        double disk_kiops_hour;     /* cost.diskKiopsHour */
+        double disk_gbps_hour;      /* cost.diskGBpsHour */
+        json_t *tenant_rates;       /* cost.tenantRates {tenant: factor} */
+        json_t *tenant_budgets;     /* cost.tenantBudgets {tenant: amount} */
+        uint64_t budget_window_ms;  /* cost.budgetWindow */
+        char *billing_weights;      /* cost.billingWeights, "none" */
+        bool billing_max_tres;      /* cost.billingMaxTres */
+        bool billing_max_tres_gres; /* cost.billingMaxTresGres */
+        double billing_unit_hour;   /* cost.billingUnitHour */
+        uint64_t retention_ms;      /* cost.retention */
     } cost;
     json_t *kb_override; /* hardware_knowledge_base.override, raw; applied
                             with crater_kb_override() (owned reference) */

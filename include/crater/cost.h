@@ -168,6 +168,8 @@ int64_t crater_cost_from_double(double x);
 typedef struct crater_billing {
     bool set;
     bool max_tres; /* PriorityFlags=MAX_TRES: the largest term, not the sum */
+    bool max_tres_gres;       /* PriorityFlags=MAX_TRES_GRES: the GPU term plus
+                                 the larger of the CPU and memory terms */
     int64_t cpu_ppm, gpu_ppm; /* weight x 1e6 per CPU, per GPU */
     int64_t mem_ppm;          /* weight x 1e6 per MB ... */
     unsigned mem_shift;       /* ... divided by 1024^mem_shift (suffix) */

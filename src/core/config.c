@@ -454,6 +454,10 @@ static const row_t rows[] = {
 {"cost.billingMaxTres", T_BOOL, F(cost.billing_max_tres), "false", 0, 0, 0,
  NULL, NULL, "Bill the largest weighted TRES instead of their sum "
  "(Slurm's PriorityFlags=MAX_TRES)."},
+{"cost.billingMaxTresGres", T_BOOL, F(cost.billing_max_tres_gres), "false", 0,
+ 0, 0, NULL, NULL, "Bill the GPUs' weighted count plus the largest of the "
+ "other weighted TRES (Slurm's PriorityFlags=MAX_TRES_GRES); not with "
+ "billingMaxTres."},
 {"cost.billingUnitHour", T_DOUBLE, F(cost.billing_unit_hour), "0", 0, 1e4,
  0, NULL, NULL, "Price of one billing unit for an hour."},
 {"cost.retention", T_DURATION, F(cost.retention_ms), "90d", 3600e3,
@@ -1188,6 +1192,15 @@ static int check_rules(crater_dec_t *d,
                          "agent.taskUser",
                          NULL,
                          "tasks run as root only with allowRootTasks: true");
+    if (c->cost.billing_max_tres && c->cost.billing_max_tres_gres)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "cost.billingMaxTresGres",
+                         "cost.billingMaxTres",
+                         "billingMaxTres and billingMaxTresGres are two ways "
+                         "to bill (Slurm's MAX_TRES and MAX_TRES_GRES): set "
+                         "one");
     return 0;
 }
 

@@ -737,8 +737,10 @@ uint64_t crater_billing_units_ppm(const crater_billing_t *b,
 
     if (!b->set)
         return 0;
+    m = cpu > mem ? cpu : mem;
+    if (b->max_tres_gres)
+        return (uint64_t)(gpu + m);
     if (!b->max_tres)
         return (uint64_t)(cpu + mem + gpu);
-    m = cpu > mem ? cpu : mem;
     return (uint64_t)(m > gpu ? m : gpu);
 }

@@ -496,6 +496,7 @@ int cost_init(crater_daemon_t *d, crater_error_t *err)
                              err)
         < 0)
         return -1;
+    c->billing.max_tres_gres = d->cfg.cost.billing_max_tres_gres;
     c->billing_price = price(d->cfg.cost.billing_unit_hour);
     load_rows(d);
     for (size_t i = 0; i < d->njobs; i++) /* owners of the loaded rows */

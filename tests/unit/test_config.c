@@ -366,6 +366,22 @@ START_TEST(rule_heartbeat)
 }
 END_TEST
 
+START_TEST(rule_billing_flags)
+{
+    crater_config_t c;
+
+    ck_assert_str_eq(decode_bad("cost:\n  billingMaxTres: true\n"
+                                "  billingMaxTresGres: true\n",
+                                CRATER_ECONFLICT),
+                     "t.yaml:3:3: cost.billingMaxTresGres: billingMaxTres "
+                     "and billingMaxTresGres are two ways to bill (Slurm's "
+                     "MAX_TRES and MAX_TRES_GRES): set one");
+    decode_ok("cost:\n  billingMaxTresGres: true\n", &c);
+    ck_assert(c.cost.billing_max_tres_gres && !c.cost.billing_max_tres);
+    crater_config_clear(&c);
+}
+END_TEST
+
 START_TEST(rule_weights)
 {
     crater_config_t c;
@@ -533,7 +549,7 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 23);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 16);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "cost")), 17);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "cost")), 18);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "store")), 10);
     ck_assert_str_eq(json_string_value(
                          json_object_get(json_object_get(ea, "store"),
@@ -659,6 +675,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, empty_and_null_sections);
     tcase_add_test(tc, rule_heartbeat);
     tcase_add_test(tc, rule_weights);
+    tcase_add_test(tc, rule_billing_flags);
     tcase_add_test(tc, rule_thresholds);
     tcase_add_test(tc, rule_etcd_and_root);
     tcase_add_test(tc, kb_override_checked);

@@ -391,6 +391,30 @@ START_TEST(slurm_billing_weights)
                       4 * GPU_PPM); /* MAX(4, 2, 4) */
     /* half a GPU counts half */
     ck_assert_uint_eq(crater_billing_units_ppm(&b, 0, 0, 500000), GPU_PPM);
+    /* Slurm's "Trackable RESources" page (doc/html/tres.shtml), with
+     * TRESBillingWeights="CPU=1.0,Mem=0.25G,GRES/gpu=2.0" (its license
+     * term left out: Crater has no licenses): a job of 1 CPU and 8 GiB is
+     * billed (1*1.0) + (8*0.25) + (0*2.0) = 3.0; with MAX_TRES
+     * MAX(1*1.0, 8*0.25, 0*2.0) = 2.0; with MAX_TRES_GRES
+     * (0*2.0) + MAX(1*1.0, 8*0.25) = 2.0, and with a GPU added
+     * "(1*2.0) + MAX(1*1.0, 8*0.25) + (0*1.5) = 3.0" as printed there,
+     * though its terms add up to 4.0: the formula is what is followed.
+     * Slurm then truncates the job's billing to an integer (4.5 => 4);
+     * Crater keeps the fraction, since its CPUs and GPUs come in
+     * fractions (a 100m task would otherwise be free). */
+    b.max_tres = false;
+    ck_assert_uint_eq(crater_billing_units_ppm(&b, 1000, 8ull << 30, 0),
+                      3 * GPU_PPM);
+    b.max_tres = true;
+    ck_assert_uint_eq(crater_billing_units_ppm(&b, 1000, 8ull << 30, 0),
+                      2 * GPU_PPM);
+    b.max_tres = false;
+    b.max_tres_gres = true;
+    ck_assert_uint_eq(crater_billing_units_ppm(&b, 1000, 8ull << 30, 0),
+                      2 * GPU_PPM);
+    ck_assert_uint_eq(crater_billing_units_ppm(&b, 1000, 8ull << 30, GPU_PPM),
+                      4 * GPU_PPM);
+    b.max_tres_gres = false;
     ck_assert_int_eq(crater_billing_parse("CPU=1,Foo=2", false, &b, &err), -1);
     ck_assert_str_eq(err.text,
                      "unknown TRES 'Foo' (one of CPU, Mem, GRES/gpu)");
