@@ -549,6 +549,31 @@ static int shim_pid(crater_agent_t *a, atask_t *t, crater_error_t *err)
     return 0;
 }
 
+/* A task with an image: its shim runs podman as root, which drops to the
+ * task user inside the container (ctrtask.c); podman's own view of /proc
+ * stays whole (the container has its own). */
+static int container_spawn(crater_agent_t *a,
+                           atask_t *t,
+                           const crater_proto_task_t *task,
+                           spawn_t *s,
+                           crater_error_t *err)
+{
+    char **argv, **env;
+
+    if (ctr_prepare(a, t, task, &argv, &env, err) < 0) {
+        crater_strv_free(argv);
+        crater_strv_free(env);
+        return -1;
+    }
+    crater_strv_free(s->argv);
+    crater_strv_free(s->envp);
+    s->argv = argv;
+    s->envp = env;
+    s->switch_user = s->hide_procs = false;
+    s->procns_fd = -1;
+    return 0;
+}
+
 static int prepare(crater_agent_t *a,
                    atask_t *t,
                    crater_proto_task_t *task,
@@ -575,7 +600,7 @@ static int prepare(crater_agent_t *a,
     s->procns_fd = a->hide_procs ? agent_procns(a) : -1;
     s->uid = t->uid;
     s->gid = t->gid;
-    if (!s->argv || !s->argv[0] || !s->envp) {
+    if (!s->envp || (!task->image && (!s->argv || !s->argv[0]))) {
         crater_errorf(err, CRATER_EINVAL, "task has no command");
         goto out;
     }
@@ -583,6 +608,8 @@ static int prepare(crater_agent_t *a,
         crater_errorf(err, CRATER_EIO, "%s: %s", t->dir, strerror(errno));
         goto out;
     }
+    if (task->image && container_spawn(a, t, task, s, err) < 0)
+        goto out;
     unlink(s->exit_path); /* a record left by an earlier start */
     rc = 0;
 out:
@@ -604,7 +631,12 @@ static int do_spawn(crater_agent_t *a,
     task_limits(a, task, &lim, cpus, sizeof(cpus));
     t->mem_limit = lim.mem_bytes;
     if (prepare(a, t, task, s, err) < 0
-        || cgpool_take(a, t, &lim, task->placement.ngpus == 0, err) < 0
+        || cgpool_take(a,
+                       t,
+                       &lim,
+                       task->placement.ngpus == 0 && !task->image,
+                       err)
+               < 0
         || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
         || start_shim(a, t, s, err) < 0)
         goto out;
@@ -667,7 +699,8 @@ static void term(crater_agent_t *a, atask_t *t)
 {
     if (t->pid > 0 && kill(-t->pid, SIGTERM) == 0)
         t->term_sent = true;
-    crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
+    if (!t->ctr) /* podman passes it on; its monitor must not get it */
+        crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
 }
 
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms)
@@ -712,6 +745,7 @@ static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
     if (crater_cg_oom_kills(a->cg, t->cg, &ooms, NULL) == 0 && ooms > 0)
         t->oom = true;
     crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
+    ctr_exited(a, t, status);
     cgpool_keep(a, t); /* the next task may take it now */
     /* its GPU slice file goes before craterd hears of the exit: a job
      * reported finished holds nothing on the node's shared memory */
@@ -774,6 +808,7 @@ void task_supervise(crater_agent_t *a, int64_t now)
             term(a, t);
         if (t->kill_at_ms && now >= t->kill_at_ms && !t->killed) {
             t->killed = true;
+            ctr_kill(a, t); /* not in the process group */
             if (t->pid > 0)
                 kill(-t->pid, SIGKILL);
             crater_cg_kill(a->cg, t->cg, SIGKILL, NULL);
@@ -845,6 +880,8 @@ void task_free(crater_agent_t *a, atask_t *t)
     free(t->dir);
     free(t->workdir);
     free(t->error);
+    free(t->ctr);
+    free(t->ctr_image);
     agent_slice_cleanup(t);
     ckenv_cleanup(t);
     free(t);
@@ -857,6 +894,8 @@ void task_remove(crater_agent_t *a, atask_t *t)
             a->tasks[i] = a->tasks[--a->ntasks];
             break;
         }
+    if (t->state == AT_EXITED)
+        ctr_cleanup(a, t);
     if (t->state == AT_EXITED && spare_give(a, t)) {
         taskstate_remove(&(atask_t){.workdir = t->workdir});
     } else if (t->state == AT_EXITED) { /* its files served their purpose */
