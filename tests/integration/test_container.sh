@@ -3,7 +3,8 @@
 # (doc/containers.md): a tiny image built here from busybox-static with
 # `podman import` (no registry), then: the OS inside is the image's, the
 # task's cgroup limits hold the container and it runs as the task user,
-# logs and exit codes come back as for bare tasks, a memory hog is
+# logs and exit codes come back as for bare tasks, a GPU slice job sees
+# its CUDA_VISIBLE_DEVICES, slice file and interposer, a memory hog is
 # reported OOM-killed, cancel stops the container (SIGTERM through
 # podman and catatonit), a missing image with imagePullPolicy Never fails
 # naming the image and `podman load`, volumes (a host path read-only, a
@@ -141,6 +142,19 @@ c logs "$id" | grep -q '^uid=0$' && bad "runs as root inside" || ok
 c logs "$id" --stream stderr 2>/dev/null | has to-stderr && ok || bad "stderr log"
 until_true 10 none_left && ok || bad "container removed after the job"
 g1=$(c logs "$id" | sed -n 's|.*:memory:/crater/\(job-[^/]*\)/.*|\1|p')
+
+# ---- a GPU slice: CUDA_VISIBLE_DEVICES, the slice file and the interposer inside ----------
+# (the stub GPUs of hw-small have no device nodes: /dev/nvidia* are not passed)
+id=$(submit "name: gpu
+image: $img
+imagePullPolicy: Never
+command: [sh, -c, 'echo devices=\$CUDA_VISIBLE_DEVICES; test -f \"\$CRATER_GPUSLICE_FILE\" && echo slice-file; test -f \"\${LD_PRELOAD%%:*}\" && echo interposer']
+resources: {gpu: {count: 1, memory: 10Gi}, cpu: 100m, memory: 32Mi}")
+wait_for 60 "$id" '.state == "succeeded"' && ok || { bad "GPU slice job"; c logs "$id" --stream stderr; }
+uuid=$(job "$id" | jq -r '.placement.gpus[0].uuid')
+until_true 10 logs_have "$id" "devices=$uuid" && ok || { bad "CUDA_VISIBLE_DEVICES=$uuid"; c logs "$id"; }
+logs_have "$id" "^slice-file$" && ok || bad "slice file mounted"
+logs_have "$id" "^interposer$" && ok || bad "interposer mounted"
 
 # ---- exit code -------------------------------------------------------------------------
 id=$(submit "name: seven
