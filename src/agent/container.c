@@ -11,7 +11,9 @@
  * in the task's cgroup, which the agent removes); --ulimit passes the
  * agent's own limits, because podman asks for more than an unprivileged
  * container host grants and the runtime then fails (doc/containers.md);
- * the task's variables come in a root-owned file (--env-file), never on
+ * the task user gets no capability and no setuid binary of the image
+ * can give it one (--cap-drop=all, no-new-privileges), as for a bare
+ * task; the task's variables come in a root-owned file (--env-file), never on
  * the command line (`ps` shows it) nor in podman's own environment
  * (CONTAINERS_CONF and friends would reconfigure podman running as root).
  */
@@ -115,8 +117,15 @@ static void limits(vec_t *a, const ctr_run_t *r)
         addf(a, "--ulimit=nofile=%" PRIu64 ":%" PRIu64, r->nofile, r->nofile);
     if (r->nproc)
         addf(a, "--ulimit=nproc=%" PRIu64 ":%" PRIu64, r->nproc, r->nproc);
-    if (r->set_user)
+    /* no more than a bare task: no capability for a task user, and no
+     * setuid binary of the image lifts it (they would reach the volumes
+     * as root) */
+    add(a, "--security-opt=no-new-privileges");
+    if (r->set_user) {
         addf(a, "--user=%lu:%lu", (unsigned long)r->uid, (unsigned long)r->gid);
+        if (r->uid != 0)
+            add(a, "--cap-drop=all");
+    }
     if (r->env_file)
         add2(a, "--env-file", r->env_file);
     if (r->workdir)

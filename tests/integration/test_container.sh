@@ -2,7 +2,8 @@
 # test_container.sh - jobs with an image through a real `crater up`
 # (doc/containers.md): a tiny image built here from busybox-static with
 # `podman import` (no registry), then: the OS inside is the image's, the
-# task's cgroup limits hold the container and it runs as the task user,
+# task's cgroup limits hold the container and it runs as the task user
+# without capabilities, the checkpoint directory is at its own path,
 # logs and exit codes come back as for bare tasks, a GPU slice job sees
 # its CUDA_VISIBLE_DEVICES, slice file and interposer, a memory hog is
 # reported OOM-killed, cancel stops the container (SIGTERM through
@@ -132,13 +133,15 @@ c get nodes -o json | jq -e '[.items[] | .runtimes == ["podman"]] | all' >/dev/n
 id=$(submit "name: inside
 image: $img
 imagePullPolicy: Never
-command: [sh, -c, 'cat /etc/os-release; echo uid=\$(id -u); grep -E \"^hierarchical_memory_limit\" /sys/fs/cgroup/memory/memory.stat; grep :memory: /proc/self/cgroup; echo to-stderr >&2']
+command: [sh, -c, 'cat /etc/os-release; echo uid=\$(id -u); grep -E \"^hierarchical_memory_limit\" /sys/fs/cgroup/memory/memory.stat; grep :memory: /proc/self/cgroup; grep -E \"^(CapEff|NoNewPrivs)\" /proc/self/status; echo to-stderr >&2']
 resources: {cpu: 1, memory: 96Mi}")
 wait_for 60 "$id" '.state == "succeeded" and .exit.code == 0' && ok || bad "container job succeeded"
 until_true 10 logs_have "$id" "ID=$tag" && ok || { bad "the image's os-release"; c logs "$id"; }
 logs_have "$id" "hierarchical_memory_limit $((96 * 1048576))" && ok || bad "memory limit inside = request"
 logs_have "$id" "/crater/job-$id-1-" && ok || bad "container inside the task's cgroup"
 c logs "$id" | grep -q '^uid=0$' && bad "runs as root inside" || ok
+logs_have "$id" "^CapEff:[[:space:]]*0000000000000000$" && ok || bad "no capability inside"
+logs_have "$id" "^NoNewPrivs:[[:space:]]*1$" && ok || bad "no new privileges inside"
 c logs "$id" --stream stderr 2>/dev/null | has to-stderr && ok || bad "stderr log"
 until_true 10 none_left && ok || bad "container removed after the job"
 g1=$(c logs "$id" | sed -n 's|.*:memory:/crater/\(job-[^/]*\)/.*|\1|p')
@@ -177,6 +180,18 @@ wait_for 60 "$id" '.state == "succeeded"' && ok || { bad "volume job"; c logs "$
 until_true 10 logs_have "$id" "from the host" && ok || bad "hostPath mounted"
 logs_have "$id" "^ro$" && ok || bad "readOnly honoured"
 logs_have "$id" "^s$" && ok || bad "scratch writable"
+
+# ---- the checkpoint directory, at its own path ------------------------------------------
+mkdir -p "$tmp/ck"
+chmod 777 "$tmp/ck"
+id=$(submit "name: ckpt
+image: $img
+imagePullPolicy: Never
+command: [sh, -c, 'echo step > \$CRATER_CHECKPOINT_DIR/state']
+checkpoint: {dir: $tmp/ck/job}
+resources: {cpu: 100m, memory: 32Mi}")
+wait_for 60 "$id" '.state == "succeeded"' && ok || { bad "checkpoint job"; c logs "$id" --stream stderr; }
+[ "$(cat "$tmp/ck/job/state" 2>/dev/null)" = step ] && ok || bad "checkpoint written to the host's directory"
 
 # ---- OOM -------------------------------------------------------------------------------
 id=$(submit "name: hog
@@ -265,6 +280,8 @@ printf 'name: refused\nimage: %s\ncommand: [sh, -c, "echo ran on the host"]\nres
 c submit -f "$tmp/j.yaml" >"$tmp/refused" 2>&1 && bad "image job accepted without a runtime" || ok
 has "no container runtime for image" <"$tmp/refused" && ok || bad "reason: $(cat "$tmp/refused")"
 stop_up
+
+grep -l 'Sanitizer' "$tmp"/up*.out 2>/dev/null | has . && { bad "sanitizer report"; cat "$tmp"/up*.out; } || ok
 
 echo "test_container: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -79,6 +79,8 @@ START_TEST(argv_for_a_task)
     ck_assert_uint_ne(find(v, "--ulimit=nofile=20000:20000"), (size_t)-1);
     ck_assert_uint_ne(find(v, "--ulimit=nproc=32768:32768"), (size_t)-1);
     ck_assert_uint_ne(find(v, "--user=200001:200002"), (size_t)-1);
+    ck_assert_uint_ne(find(v, "--cap-drop=all"), (size_t)-1);
+    ck_assert_uint_ne(find(v, "--security-opt=no-new-privileges"), (size_t)-1);
     has_pair(v, "--env-file", "/var/agent/tasks/17.2/ctr.env");
     has_pair(v, "--workdir", "/work");
     has_pair(v, "--volume", "/srv/data:/data:ro");
@@ -117,6 +119,7 @@ START_TEST(argv_minimal)
     ck_assert_uint_eq(find(v, "--init"), (size_t)-1);
     for (size_t i = 0; v[i]; i++)
         ck_assert_msg(strncmp(v[i], "--user", 6) != 0, "%s", v[i]);
+    ck_assert_uint_eq(find(v, "--cap-drop=all"), (size_t)-1);
     crater_strv_free(v);
     ck_assert_str_eq(ctr_pull_arg(CRATER_PULL_ALWAYS), "always");
     ck_assert_str_eq(ctr_pull_arg(CRATER_PULL_IF_NOT_PRESENT), "missing");
