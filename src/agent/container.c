@@ -6,9 +6,10 @@
  * task would be: --cgroup-parent puts it inside the task's cgroup (the
  * limits the agent wrote there apply to everything in it, and usage and
  * kills count there), --cgroup-manager cgroupfs because the agent
- * manages cgroups by hand, not through systemd; --cgroups no-conmon keeps
- * podman's monitor out of a child cgroup of its own (it stays with podman
- * in the task's cgroup, which the agent removes); --ulimit passes the
+ * manages cgroups by hand, not through systemd; podman is not in the
+ * task's cgroup (task.c) and --cgroups no-conmon keeps its monitor with
+ * it, so only the container counts against the task's limits (the two
+ * hold ~17 MB, half of a 32 MiB task); --ulimit passes the
  * agent's own limits, because podman asks for more than an unprivileged
  * container host grants and the runtime then fails (doc/containers.md);
  * the task user gets no capability and no setuid binary of the image

@@ -6,13 +6,15 @@
  * runc as the OCI runtime where it is installed (crun 1.8 refuses a cgroup
  * v1 host whose cgroup2 mount holds a controller, as this project's test
  * machines do). The task's shim execs `podman run` exactly as it execs a
- * bare task: in the task's cgroup (the container is created in a child of
- * it, --cgroup-parent, so the task's limits hold it), with its output in
+ * bare task, except that podman stays out of the task's cgroup and creates
+ * the container in a child of it (--cgroup-parent), so the task's limits
+ * hold the container and nothing else, with its output in
  * the task's log files and podman's exit status as the task's (podman
- * returns the container's). SIGTERM reaches the task's process group,
- * podman, which passes it on (--sig-proxy) to catatonit (--init), which
- * passes it to the command; the kill after the grace period is `podman
- * kill`, because the container's processes are not in the process group.
+ * returns the container's). A stop is `podman kill --signal TERM` to
+ * catatonit (--init), which passes it to the command (podman's own
+ * forwarding loses a SIGTERM that comes right after the start), and
+ * `podman kill` again after the grace period: the container's processes
+ * are not in the task's process group.
  *
  * Every container is named after its agent's DATA and its task (the same
  * name for the agent that adopts it) and labelled with that hash; after
@@ -466,6 +468,13 @@ int ctr_prepare(crater_agent_t *a,
 }
 
 /* ---- stop, exit, sweep ------------------------------------------------- */
+
+int ctr_term(crater_agent_t *a, const atask_t *t)
+{
+    if (!a->ctr || !t->ctr)
+        return -1;
+    return podman3(a, "kill", "--signal", "TERM", t->ctr) == 0 ? 0 : -1;
+}
 
 void ctr_kill(crater_agent_t *a, const atask_t *t)
 {

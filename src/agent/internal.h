@@ -225,6 +225,9 @@ int ctr_prepare(crater_agent_t *a,
                 char ***argv,
                 char ***env,
                 crater_error_t *err);
+/* SIGTERM to t's container (a stop): podman kill; 0, or -1 when there is
+ * no container (yet) to signal. */
+int ctr_term(crater_agent_t *a, const atask_t *t);
 /* SIGKILL t's container (its grace period ended): podman kill. */
 void ctr_kill(crater_agent_t *a, const atask_t *t);
 /* t's podman exited with status: OOM and image errors set on t, the

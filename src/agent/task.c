@@ -551,7 +551,9 @@ static int shim_pid(crater_agent_t *a, atask_t *t, crater_error_t *err)
 
 /* A task with an image: its shim runs podman as root, which drops to the
  * task user inside the container (ctrtask.c); podman's own view of /proc
- * stays whole (the container has its own). */
+ * stays whole (the container has its own), and podman stays out of the
+ * task's cgroup (do_spawn()): the container is created inside it, and
+ * podman's and its monitor's ~17 MB would count against the task. */
 static int container_spawn(crater_agent_t *a,
                            atask_t *t,
                            const crater_proto_task_t *task,
@@ -637,7 +639,9 @@ static int do_spawn(crater_agent_t *a,
                        task->placement.ngpus == 0 && !task->image,
                        err)
                < 0
-        || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
+        || (!task->image /* podman stays out: only the container is in */
+            && crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err)
+                   < 0)
         || start_shim(a, t, s, err) < 0)
         goto out;
     rc = 0;
@@ -694,12 +698,19 @@ void task_start_finish(crater_agent_t *a)
 
 /* SIGTERM to t's process group and cgroup. A task stopped the moment it
  * started may not have its group yet (its first step, taskexec.c): then
- * nothing got the signal, and the supervisor tries again each tick. */
+ * nothing got the signal, and the supervisor tries again each tick. A
+ * container gets it from its runtime (`podman kill`): podman's own
+ * forwarding (--sig-proxy) loses a SIGTERM that comes right after the
+ * container started; before the container exists, podman gets it. */
 static void term(crater_agent_t *a, atask_t *t)
 {
+    if (t->ctr && ctr_term(a, t) == 0) { /* the container's init has it */
+        t->term_sent = true;
+        return;
+    }
     if (t->pid > 0 && kill(-t->pid, SIGTERM) == 0)
         t->term_sent = true;
-    if (!t->ctr) /* podman passes it on; its monitor must not get it */
+    if (!t->ctr)
         crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
 }
 

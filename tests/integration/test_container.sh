@@ -193,6 +193,14 @@ resources: {cpu: 100m, memory: 32Mi}")
 wait_for 60 "$id" '.state == "succeeded"' && ok || { bad "checkpoint job"; c logs "$id" --stream stderr; }
 [ "$(cat "$tmp/ck/job/state" 2>/dev/null)" = step ] && ok || bad "checkpoint written to the host's directory"
 
+# ---- the request is the container's: podman's memory is not charged to it -------------
+id=$(submit "name: fits
+image: $img
+imagePullPolicy: Never
+command: [dd, if=/dev/zero, of=/dev/null, bs=24M, count=1]
+resources: {cpu: 100m, memory: 32Mi}")
+wait_for 60 "$id" '.state == "succeeded"' && ok || bad "24 MiB fit in a 32 MiB container"
+
 # ---- OOM -------------------------------------------------------------------------------
 id=$(submit "name: hog
 image: $img
