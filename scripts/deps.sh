@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian packages Crater builds and tests with, only those missing.
 # Usage: scripts/deps.sh [build|test]   (test adds the test-only packages)
+# test adds podman with runc (crun 1.8 refuses cgroup v1 hosts whose
+# cgroup2 mount holds a controller: doc/containers.md), catatonit for
+# --init and busybox-static for test_container.sh's image.
 # Idempotent and quiet when everything is present; needs root (or sudo) only
 # when something is missing.
 #
@@ -17,7 +20,7 @@ build_pkgs=(build-essential cmake pkg-config libjansson-dev libfyaml-dev
             musl-tools)
 test_pkgs=(check libsubunit-dev clang libclang-rt-14-dev clang-format
            curl jq prometheus wrk python3 chromium nodejs etcd-server
-           etcd-client python3-torch)
+           etcd-client python3-torch podman runc crun catatonit busybox-static)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -152,6 +152,25 @@ typedef struct crater_toleration {
     int effect;  /* crater_taint_effect_t, or -1 = all effects */
 } crater_toleration_t;
 
+/* imagePullPolicy (doc/containers.md): IfNotPresent (the default) pulls
+ * only an image the node does not hold, Always pulls every start, Never
+ * only uses a local one (`podman load`). */
+typedef enum crater_pull_policy {
+    CRATER_PULL_IF_NOT_PRESENT,
+    CRATER_PULL_ALWAYS,
+    CRATER_PULL_NEVER,
+} crater_pull_policy_t;
+
+/* One entry of volumes: exactly one of host_path (absolute, on the node)
+ * and scratch (a name: a directory per job and attempt the agent makes
+ * and removes), mounted at mount_path (absolute) in the container. */
+typedef struct crater_volume {
+    char *host_path;
+    char *scratch;
+    char *mount_path;
+    bool read_only;
+} crater_volume_t;
+
 typedef struct crater_jobspec {
     char *name;
     char *tenant; /* default "default" */
@@ -192,7 +211,13 @@ typedef struct crater_jobspec {
     char **after; /* job names this one waits for; may be NULL */
     crater_inference_t inference;
     char **command; /* argv, NULL-terminated; may be NULL */
-    char *image;    /* informative (workloadType inference), may be NULL */
+    /* image: the task runs in this OCI image under the node's container
+     * runtime (doc/containers.md); NULL = on the host. Also used for
+     * workloadType inference. */
+    char *image;
+    crater_pull_policy_t image_pull;
+    crater_volume_t *volumes; /* only with image */
+    size_t nvolumes;
     crater_kv_t *env;
     size_t nenv;
     char *workdir;
@@ -256,5 +281,14 @@ crater_workload_t crater_workload_infer(char *const *command,
                                         const char *image);
 
 const char *crater_workload_name(crater_workload_t w);
+/* Free n volumes and their strings (v may be NULL). */
+void crater_volumes_free(crater_volume_t *v, size_t n);
+/* Deep copy of n volumes into *out (NULL when n is 0): 0, or -1 on
+ * ENOMEM with *out NULL. Caller frees with crater_volumes_free(). */
+int crater_volumes_dup(const crater_volume_t *v,
+                       size_t n,
+                       crater_volume_t **out);
+/* "IfNotPresent", "Always", "Never"; "?" for anything else. Static. */
+const char *crater_pull_policy_name(crater_pull_policy_t p);
 
 #endif /* CRATER_JOBSPEC_H */

@@ -103,6 +103,12 @@ typedef enum crater_samples {
     CRATER_SAMPLES_SYNTHETIC, /* deterministic synthetic samples */
 } crater_samples_t;
 
+/* The node label an agent sets to the container runtimes it can run
+ * (comma-separated, "podman"), detected at its start: a job with an image
+ * is placed only on a node that has it (the runtime filter,
+ * doc/containers.md). A hardware file may set it for the simulator. */
+#define CRATER_LABEL_RUNTIMES "crater.io/runtimes"
+
 typedef struct crater_node {
     char *name;
     crater_kv_t *labels;

@@ -120,6 +120,14 @@ typedef struct crater_proto_task {
      * holds, where shipping resumes. */
     bool has_logs;
     uint64_t logs[2];
+    /* The job's image: the agent runs the task in a container of it
+     * (doc/containers.md); NULL = on the host. On the wire "container":
+     * {"image", "pull": "IfNotPresent"|"Always"|"Never", "volumes": [the
+     * job spec's entries]}, absent without an image. */
+    char *image;
+    crater_pull_policy_t image_pull;
+    crater_volume_t *volumes;
+    size_t nvolumes;
 } crater_proto_task_t;
 
 json_t *crater_proto_task_encode(const crater_proto_task_t *t);

@@ -602,6 +602,16 @@ static int open_parts(crater_agent_t *a,
                                            : 10,
                                        err)))
         return -1;
+    if (!(a->cg_root =
+              strdup(o->cgroup_root ? o->cgroup_root : "/sys/fs/cgroup"))
+        || !(a->cg_parent =
+                 strdup(o->cgroup_parent ? o->cgroup_parent : "crater")))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    json_decref(a->hw); /* again, with the runtimes label */
+    if (ctr_setup(a, err) < 0)
+        return -1;
+    if (!(a->hw = crater_hw_encode_node(&a->node)))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     if (!o->hardware)
         a->nvml = crater_nvml_open(NULL, &nerr);
     agent_ctx_overheads(a); /* before the threads: it forks */
@@ -679,6 +689,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
                    a->ntasks);
     if (cgpool_init(a, err) < 0)
         goto fail;
+    ctr_sweep(a); /* after adoption: its containers stay */
     if (start_threads(a) < 0) {
         crater_errorf(err, CRATER_EINTERNAL, "cannot start agent threads");
         goto fail;
@@ -756,6 +767,8 @@ void crater_agent_stop(crater_agent_t *a)
     free(a->server);
     free(a->token);
     free(a->data_dir);
+    free(a->cg_root);
+    free(a->cg_parent);
     free(a->work_root);
     for (int i = 0; i < 2; i++)
         if (a->sup_wake[i] >= 0)

@@ -1356,6 +1356,25 @@ int crater_cg_oom_kills(crater_cgroups_t *cg,
     return rc;
 }
 
+int crater_cg_mem_peak(crater_cgroups_t *cg,
+                       const char *task,
+                       uint64_t *bytes,
+                       crater_error_t *err)
+{
+    *bytes = 0;
+    if (cg->ver == CRATER_CG_NONE || !cg->base[C_MEMORY])
+        return crater_errorf(err, CRATER_EUNAVAIL, "cgroup: no memory");
+    if (check_task(task, err) < 0)
+        return -1;
+    return read_u64(cg,
+                    C_MEMORY,
+                    task,
+                    cg->ver == CRATER_CG_V2 ? "memory.peak"
+                                            : "memory.max_usage_in_bytes",
+                    bytes,
+                    err);
+}
+
 int crater_cg_usage(crater_cgroups_t *cg,
                     const char *task,
                     uint64_t *cpu_ns,

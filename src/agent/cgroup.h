@@ -161,6 +161,15 @@ int crater_cg_oom_kills(crater_cgroups_t *cg,
                         const char *task,
                         uint64_t *count,
                         crater_error_t *err);
+/* The most memory the cgroup (with its children) has held: v2
+ * memory.peak, v1 memory.max_usage_in_bytes. A container's OOM on v1
+ * counts in the container's own child cgroup, gone once the runtime
+ * removed it: a SIGKILL the agent did not send while the task's peak
+ * reached its limit is the OOM (ctrtask.c). -1 when unreadable. */
+int crater_cg_mem_peak(crater_cgroups_t *cg,
+                       const char *task,
+                       uint64_t *bytes,
+                       crater_error_t *err);
 /* CPU time (v2 cpu.stat usage_usec * 1000; v1 cpuacct.usage) and memory
  * (v2 memory.current; v1 memory.usage_in_bytes). A value whose controller
  * is not mounted is UINT64_MAX. NONE: both UINT64_MAX. */

@@ -124,7 +124,19 @@ typedef struct atask {
     unsigned nckq;
     uint64_t progress_step;
     bool progress_pending;
+    /* containers (ctrtask.c): its container's name and image, or NULL for
+     * a bare task; kept in task.json so an adoption knows it */
+    char *ctr;
+    char *ctr_image;
 } atask_t;
+
+/* The container runtime this agent drives, found at its start
+ * (ctrtask.c); one per process, shared by `crater up`'s agents. */
+typedef struct ctr_host {
+    char podman[256]; /* podman's path */
+    char runtime[16]; /* OCI runtime for --runtime, or "": podman's */
+    bool init;        /* catatonit is there: --init */
+} ctr_host_t;
 
 struct crater_agent {
     pthread_mutex_t mu;
@@ -191,9 +203,44 @@ struct crater_agent {
     unsigned cg_next;              /* the next <n> of a new one */
     char cgdoomed[CGPOOL_MAX][64]; /* to remove, not yet gone (EBUSY) */
     size_t ncgdoomed;
+
+    /* ctrtask.c: containers; ctr NULL = none here (jobs with an image are
+     * not placed on this node) */
+    const ctr_host_t *ctr;
+    uint32_t ctr_hash; /* of data_dir: container names and label */
+    char *cg_root;     /* the cgroup root and parent the agent opened */
+    char *cg_parent;
 };
 
 int64_t agent_now_ms(void);
+
+/* ctrtask.c: find podman (root, cgroups, `podman info` works: once per
+ * process), set the node's CRATER_LABEL_RUNTIMES and write the CDI spec
+ * of its GPUs to DATA/cdi/crater-gpus.json. Never fails the agent: a node
+ * without a runtime only refuses images. */
+int ctr_setup(crater_agent_t *a, crater_error_t *err);
+/* t runs in a container: argv becomes podman's, env its environment
+ * (both replaced, caller frees), the task's variables go to a file in
+ * t->dir. 0, or -1 with err saying why the task cannot start. */
+int ctr_prepare(crater_agent_t *a,
+                atask_t *t,
+                const crater_proto_task_t *task,
+                char ***argv,
+                char ***env,
+                crater_error_t *err);
+/* SIGTERM to t's container (a stop): podman kill; 0, or -1 when there is
+ * no container (yet) to signal. */
+int ctr_term(crater_agent_t *a, const atask_t *t);
+/* SIGKILL t's container (its grace period ended): podman kill. */
+void ctr_kill(crater_agent_t *a, const atask_t *t);
+/* t's podman exited with status: OOM and image errors set on t, the
+ * container removed, the cgroup directories podman made removed. */
+void ctr_exited(crater_agent_t *a, atask_t *t, int status);
+/* Remove this agent's containers (its label) that no adopted task runs
+ * in: what an agent that crashed left (after adoption, before threads). */
+void ctr_sweep(crater_agent_t *a);
+/* t's scratch volumes removed (its record goes). */
+void ctr_cleanup(crater_agent_t *a, const atask_t *t);
 
 /* spare.c: DATA/spare made, and the spares an earlier agent left taken
  * back (before any thread runs). */

@@ -551,6 +551,33 @@ static int shim_pid(crater_agent_t *a, atask_t *t, crater_error_t *err)
     return 0;
 }
 
+/* A task with an image: its shim runs podman as root, which drops to the
+ * task user inside the container (ctrtask.c); podman's own view of /proc
+ * stays whole (the container has its own), and podman stays out of the
+ * task's cgroup (do_spawn()): the container is created inside it, and
+ * podman's and its monitor's ~17 MB would count against the task. */
+static int container_spawn(crater_agent_t *a,
+                           atask_t *t,
+                           const crater_proto_task_t *task,
+                           spawn_t *s,
+                           crater_error_t *err)
+{
+    char **argv, **env;
+
+    if (ctr_prepare(a, t, task, &argv, &env, err) < 0) {
+        crater_strv_free(argv);
+        crater_strv_free(env);
+        return -1;
+    }
+    crater_strv_free(s->argv);
+    crater_strv_free(s->envp);
+    s->argv = argv;
+    s->envp = env;
+    s->switch_user = s->hide_procs = false;
+    s->procns_fd = -1;
+    return 0;
+}
+
 static int prepare(crater_agent_t *a,
                    atask_t *t,
                    crater_proto_task_t *task,
@@ -577,7 +604,7 @@ static int prepare(crater_agent_t *a,
     s->procns_fd = a->hide_procs ? agent_procns(a) : -1;
     s->uid = t->uid;
     s->gid = t->gid;
-    if (!s->argv || !s->argv[0] || !s->envp) {
+    if (!s->envp || (!task->image && (!s->argv || !s->argv[0]))) {
         crater_errorf(err, CRATER_EINVAL, "task has no command");
         goto out;
     }
@@ -585,6 +612,8 @@ static int prepare(crater_agent_t *a,
         crater_errorf(err, CRATER_EIO, "%s: %s", t->dir, strerror(errno));
         goto out;
     }
+    if (task->image && container_spawn(a, t, task, s, err) < 0)
+        goto out;
     unlink(s->exit_path); /* a record left by an earlier start */
     rc = 0;
 out:
@@ -606,8 +635,15 @@ static int do_spawn(crater_agent_t *a,
     task_limits(a, task, &lim, cpus, sizeof(cpus));
     t->mem_limit = lim.mem_bytes;
     if (prepare(a, t, task, s, err) < 0
-        || cgpool_take(a, t, &lim, task->placement.ngpus == 0, err) < 0
-        || crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err) < 0
+        || cgpool_take(a,
+                       t,
+                       &lim,
+                       task->placement.ngpus == 0 && !task->image,
+                       err)
+               < 0
+        || (!task->image /* podman stays out: only the container is in */
+            && crater_cg_procs_paths(a->cg, t->cg, &s->procs, &s->nprocs, err)
+                   < 0)
         || start_shim(a, t, s, err) < 0)
         goto out;
     rc = 0;
@@ -670,12 +706,20 @@ void task_start_finish(crater_agent_t *a)
 
 /* SIGTERM to t's process group and cgroup. A task stopped the moment it
  * started may not have its group yet (its first step, taskexec.c): then
- * nothing got the signal, and the supervisor tries again each tick. */
+ * nothing got the signal, and the supervisor tries again each tick. A
+ * container gets it from its runtime (`podman kill`): podman's own
+ * forwarding (--sig-proxy) loses a SIGTERM that comes right after the
+ * container started; before the container exists, podman gets it. */
 static void term(crater_agent_t *a, atask_t *t)
 {
+    if (t->ctr && ctr_term(a, t) == 0) { /* the container's init has it */
+        t->term_sent = true;
+        return;
+    }
     if (t->pid > 0 && kill(-t->pid, SIGTERM) == 0)
         t->term_sent = true;
-    crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
+    if (!t->ctr)
+        crater_cg_kill(a->cg, t->cg, SIGTERM, NULL);
 }
 
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms)
@@ -724,6 +768,7 @@ static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
     if (crater_cg_oom_kills(a->cg, t->cg, &ooms, NULL) == 0 && ooms > 0)
         t->oom = true;
     crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
+    ctr_exited(a, t, status);
     cgpool_keep(a, t); /* the next task may take it now */
     /* its GPU slice file goes before craterd hears of the exit: a job
      * reported finished holds nothing on the node's shared memory */
@@ -802,6 +847,7 @@ void task_supervise(
             term(a, t);
         if (t->kill_at_ms && now >= t->kill_at_ms && !t->killed) {
             t->killed = true;
+            ctr_kill(a, t); /* not in the process group */
             if (t->pid > 0)
                 kill(-t->pid, SIGKILL);
             crater_cg_kill(a->cg, t->cg, SIGKILL, NULL);
@@ -873,6 +919,8 @@ void task_free(crater_agent_t *a, atask_t *t)
     free(t->dir);
     free(t->workdir);
     free(t->error);
+    free(t->ctr);
+    free(t->ctr_image);
     agent_slice_cleanup(t);
     ckenv_cleanup(t);
     free(t);
@@ -885,6 +933,8 @@ void task_remove(crater_agent_t *a, atask_t *t)
             a->tasks[i] = a->tasks[--a->ntasks];
             break;
         }
+    if (t->state == AT_EXITED)
+        ctr_cleanup(a, t);
     if (t->state == AT_EXITED && spare_give(a, t)) {
         taskstate_remove(&(atask_t){.workdir = t->workdir});
     } else if (t->state == AT_EXITED) { /* its files served their purpose */

@@ -153,6 +153,18 @@ int taskstate_save(crater_agent_t *a, atask_t *t, crater_error_t *err)
                   (json_int_t)t->uid,
                   "agent_socket",
                   t->notice_name[0] ? t->notice_name : NULL);
+    if (v && t->ctr
+        && json_object_set_new(v,
+                               "container",
+                               json_pack("{s:s, s:s?}",
+                                         "name",
+                                         t->ctr,
+                                         "image",
+                                         t->ctr_image))
+               < 0) {
+        json_decref(v);
+        v = NULL;
+    }
     if (v && timelimit_save(t, v) < 0) {
         json_decref(v);
         v = NULL;
@@ -237,6 +249,10 @@ static atask_t *load_one(crater_agent_t *a, const char *dir, json_t *v)
                  ? json_string_value(json_object_get(v, "agent_socket"))
                  : "");
     timelimit_load(t, v);
+    t->ctr =
+        dup_or_null(json_object_get(json_object_get(v, "container"), "name"));
+    t->ctr_image =
+        dup_or_null(json_object_get(json_object_get(v, "container"), "image"));
     t->dir = strdup(dir);
     if (t->dir
         && (asprintf(&t->log_path[0], "%s/stdout", dir) < 0

@@ -589,6 +589,161 @@ static int f_task_ckpt_dir(crater_dec_t *d, json_t *v, void *obj)
                           &TASK(obj)->checkpoint_dir);
 }
 
+/* ---- container: the image, its pull policy and volumes ---- */
+
+/* What a volume entry's fields decode into, and the task it lands in. */
+struct volctx {
+    crater_proto_task_t *t;
+    crater_volume_t *vol;
+};
+
+static int f_ctr_image(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_str(d,
+                          v,
+                          CRATER_PROTO_MAX_STR,
+                          &((struct volctx *)obj)->t->image);
+}
+
+static int f_ctr_pull(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_task_t *t = ((struct volctx *)obj)->t;
+    const char *s = json_string_value(v);
+
+    for (int p = CRATER_PULL_IF_NOT_PRESENT; s && p <= CRATER_PULL_NEVER; p++)
+        if (strcmp(s, crater_pull_policy_name(p)) == 0) {
+            t->image_pull = p;
+            return 0;
+        }
+    return crater_dec_fail(d,
+                           CRATER_EINVAL,
+                           "expected IfNotPresent, Always or Never");
+}
+
+/* An absolute path: a mount's source or target. */
+static int dec_abs(crater_dec_t *d, json_t *v, char **out)
+{
+    if (crater_dec_str(d, v, CRATER_PROTO_MAX_STR, out) < 0)
+        return -1;
+    if (**out != '/' || strchr(*out, ','))
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%.40s' is not an absolute path without ','",
+                               *out);
+    return 0;
+}
+
+static int f_vol_host(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_abs(d, v, &((struct volctx *)obj)->vol->host_path);
+}
+
+static int f_vol_scratch(crater_dec_t *d, json_t *v, void *obj)
+{
+    char **out = &((struct volctx *)obj)->vol->scratch;
+
+    if (crater_dec_str(d, v, 64, out) < 0)
+        return -1;
+    if (!**out
+        || strspn(*out, "abcdefghijklmnopqrstuvwxyz0123456789-_.")
+               != strlen(*out)
+        || **out == '.')
+        return crater_dec_fail(d, CRATER_EINVAL, "'%s' is not a name", *out);
+    return 0;
+}
+
+static int f_vol_mount(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_abs(d, v, &((struct volctx *)obj)->vol->mount_path);
+}
+
+static int f_vol_ro(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &((struct volctx *)obj)->vol->read_only);
+}
+
+static const crater_dec_field_t vol_fields[] = {
+    {"hostPath", f_vol_host, 0},
+    {"scratch", f_vol_scratch, 0},
+    {"mountPath", f_vol_mount, CRATER_FIELD_REQUIRED},
+    {"readOnly", f_vol_ro, 0},
+    {NULL, NULL, 0},
+};
+
+static int vol_elem(crater_dec_t *d, json_t *el, void *obj, size_t i)
+{
+    struct volctx *c = obj;
+
+    c->vol = &c->t->volumes[i];
+    c->t->nvolumes = i + 1;
+    if (crater_dec_object(d, el, vol_fields, obj) < 0)
+        return -1;
+    if (!c->vol->host_path != !c->vol->scratch)
+        return 0;
+    return crater_dec_fail(d,
+                           CRATER_EINVAL,
+                           "needs exactly one of hostPath and scratch");
+}
+
+static int f_ctr_volumes(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_task_t *t = ((struct volctx *)obj)->t;
+    size_t n = json_array_size(v);
+
+    if (json_is_array(v) && n > 0 && n <= CRATER_JOB_MAX_LIST
+        && !(t->volumes = calloc(n, sizeof(*t->volumes))))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_JOB_MAX_LIST, vol_elem, obj);
+}
+
+static const crater_dec_field_t container_fields[] = {
+    {"image", f_ctr_image, CRATER_FIELD_REQUIRED},
+    {"pull", f_ctr_pull, 0},
+    {"volumes", f_ctr_volumes, 0},
+    {NULL, NULL, 0},
+};
+
+static int f_task_container(crater_dec_t *d, json_t *v, void *obj)
+{
+    struct volctx c = {.t = TASK(obj)};
+
+    return crater_dec_object(d, v, container_fields, &c);
+}
+
+static json_t *volumes_encode(const crater_proto_task_t *t)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < t->nvolumes; i++) {
+        const crater_volume_t *v = &t->volumes[i];
+        json_t *o = json_pack("{s:s*, s:s*, s:s, s:b}",
+                              "hostPath",
+                              v->host_path,
+                              "scratch",
+                              v->scratch,
+                              "mountPath",
+                              v->mount_path ? v->mount_path : "",
+                              "readOnly",
+                              v->read_only);
+        if (!o || json_array_append_new(a, o) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_t *container_encode(const crater_proto_task_t *t)
+{
+    return json_pack("{s:s, s:s, s:o}",
+                     "image",
+                     t->image,
+                     "pull",
+                     crater_pull_policy_name(t->image_pull),
+                     "volumes",
+                     volumes_encode(t));
+}
+
 static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_logs(d, v, &TASK(obj)->has_logs, TASK(obj)->logs);
@@ -609,6 +764,7 @@ static const crater_dec_field_t task_fields[] = {
     {"timeLimit_ms", f_task_time_limit, 0},
     {"checkpointDir", f_task_ckpt_dir, 0},
     {"logs", f_task_logs, 0},
+    {"container", f_task_container, 0},
     {NULL, NULL, 0},
 };
 
@@ -651,6 +807,8 @@ void crater_proto_task_clear(crater_proto_task_t *t)
     free(t->env);
     free(t->working_dir);
     free(t->checkpoint_dir);
+    free(t->image);
+    crater_volumes_free(t->volumes, t->nvolumes);
     placement_clear(&t->placement);
     memset(t, 0, sizeof(*t));
 }
@@ -714,6 +872,11 @@ json_t *crater_proto_task_encode(const crater_proto_task_t *t)
                                "checkpointDir",
                                json_string(t->checkpoint_dir))
                < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && t->image
+        && json_object_set_new(o, "container", container_encode(t)) < 0) {
         json_decref(o);
         return NULL;
     }

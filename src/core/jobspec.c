@@ -79,6 +79,7 @@ void crater_jobspec_destroy(crater_jobspec_t *s)
     crater_strv_free(s->after);
     crater_strv_free(s->command);
     free(s->image);
+    crater_volumes_free(s->volumes, s->nvolumes);
     free_kv(s->env, s->nenv);
     free(s->workdir);
     free_kv(s->selector, s->nselector);
@@ -88,6 +89,62 @@ void crater_jobspec_destroy(crater_jobspec_t *s)
     }
     free(s->tolerations);
     free(s);
+}
+
+void crater_volumes_free(crater_volume_t *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].host_path);
+        free(v[i].scratch);
+        free(v[i].mount_path);
+    }
+    free(v);
+}
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+    char *d = s ? strdup(s) : NULL;
+
+    if (s && !d)
+        *ok = false;
+    return d;
+}
+
+int crater_volumes_dup(const crater_volume_t *v,
+                       size_t n,
+                       crater_volume_t **out)
+{
+    bool ok = true;
+
+    *out = NULL;
+    if (n == 0)
+        return 0;
+    if (!(*out = calloc(n, sizeof(**out))))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        (*out)[i].host_path = dup_or_null(v[i].host_path, &ok);
+        (*out)[i].scratch = dup_or_null(v[i].scratch, &ok);
+        (*out)[i].mount_path = dup_or_null(v[i].mount_path, &ok);
+        (*out)[i].read_only = v[i].read_only;
+    }
+    if (ok)
+        return 0;
+    crater_volumes_free(*out, n);
+    *out = NULL;
+    return -1;
+}
+
+const char *crater_pull_policy_name(crater_pull_policy_t p)
+{
+    switch (p) {
+    case CRATER_PULL_IF_NOT_PRESENT:
+        return "IfNotPresent";
+    case CRATER_PULL_ALWAYS:
+        return "Always";
+    case CRATER_PULL_NEVER:
+        return "Never";
+    }
+    return "?";
 }
 
 const char *crater_workload_name(crater_workload_t w)
@@ -448,6 +505,31 @@ static int check_misc(const crater_jobspec_t *s, crater_error_t *err)
     return 0;
 }
 
+/* volumes and imagePullPolicy mean something only in a container, and
+ * two volumes cannot share a mount point. */
+static int check_container(const crater_jobspec_t *s, crater_error_t *err)
+{
+    char field[48];
+
+    if (!s->image && s->nvolumes)
+        return fail(err, CRATER_ECONFLICT, "volumes", "needs image");
+    if (!s->image && s->image_pull != CRATER_PULL_IF_NOT_PRESENT)
+        return fail(err, CRATER_ECONFLICT, "imagePullPolicy", "needs image");
+    for (size_t i = 0; i < s->nvolumes; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->volumes[i].mount_path, s->volumes[j].mount_path)
+                == 0) {
+                snprintf(field, sizeof(field), "volumes[%zu].mountPath", i);
+                return fail(err,
+                            CRATER_ECONFLICT,
+                            field,
+                            "'%.60s' is also volumes[%zu].mountPath",
+                            s->volumes[i].mount_path,
+                            j);
+            }
+    return 0;
+}
+
 /* ---- validation: the knowledge base ------------------------------------ */
 
 /* The kb key closest to name: one that contains it, else the smallest
@@ -775,7 +857,8 @@ int crater_jobspec_validate(const crater_jobspec_t *spec,
         || check_gpu(&spec->resources.gpu, err) < 0
         || check_inference(spec, err) < 0
         || check_checkpoint(&spec->checkpoint, err) < 0
-        || check_restart(spec, err) < 0 || check_misc(spec, err) < 0)
+        || check_restart(spec, err) < 0 || check_misc(spec, err) < 0
+        || check_container(spec, err) < 0)
         return -1;
     return kb ? check_kb(&spec->resources.gpu, kb, err) : 0;
 }

@@ -46,6 +46,7 @@ struct ctx {
     crater_jobspec_t *s;
     bool gang_set, replicas_set, max_set;
     crater_toleration_t *tol; /* the toleration being decoded */
+    crater_volume_t *vol;     /* the volume being decoded */
     int tol_op;               /* its operator: -1 none, 0 Equal, 1 Exists */
 };
 
@@ -65,6 +66,7 @@ static const char *const numa_names[] = {"preferred", "strict", "none"};
 static const char *const locality_names[] = {"none", "preferred", "required"};
 static const char *const policy_names[] = {"soft", "hard"};
 static const char *const restart_names[] = {"Never", "OnFailure"};
+static const char *const pull_names[] = {"IfNotPresent", "Always", "Never"};
 static const char *const nvlink_names[] = {"any", "preferred", "required"};
 static const char *const isolation_names[] = {"slice", "mps", "mig", "none"};
 static const char *const iface_names[] =
@@ -1107,6 +1109,88 @@ static int f_image(crater_dec_t *d, json_t *v, void *obj)
     return dec_text(d, v, IMAGE_LEN, &SPEC(obj)->image);
 }
 
+static int f_image_pull(crater_dec_t *d, json_t *v, void *obj)
+{
+    DEC_ENUM(d, v, pull_names, SPEC(obj)->image_pull);
+    return 0;
+}
+
+/* An absolute path without "..": a mount source or target. */
+static int dec_abs_path(crater_dec_t *d, json_t *v, char **out)
+{
+    if (crater_dec_str(d, v, TEXT_LEN, out) < 0)
+        return -1;
+    if (**out != '/')
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%.40s' is not an absolute path",
+                               *out);
+    if (strstr(*out, "/..") || strchr(*out, ','))
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "'%.40s': no '..' component or ',' allowed",
+                               *out);
+    return 0;
+}
+
+static int f_vol_host(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_abs_path(d, v, &((struct ctx *)obj)->vol->host_path);
+}
+
+static int f_vol_scratch(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_name(d, v, &((struct ctx *)obj)->vol->scratch);
+}
+
+static int f_vol_mount(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_abs_path(d, v, &((struct ctx *)obj)->vol->mount_path);
+}
+
+static int f_vol_ro(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &((struct ctx *)obj)->vol->read_only);
+}
+
+static const crater_dec_field_t volume_fields[] = {
+    {"hostPath", f_vol_host, 0},
+    {"scratch", f_vol_scratch, 0},
+    {"mountPath", f_vol_mount, CRATER_FIELD_REQUIRED},
+    {"readOnly", f_vol_ro, 0},
+    {NULL, NULL, 0},
+};
+
+/* Exactly one source: hostPath or scratch. */
+static int vol_elem(crater_dec_t *d, json_t *el, void *obj, size_t i)
+{
+    struct ctx *c = obj;
+    crater_volume_t *vol = &c->s->volumes[i];
+
+    c->vol = vol;
+    c->s->nvolumes = i + 1;
+    if (crater_dec_object(d, el, volume_fields, obj) < 0)
+        return -1;
+    if (!vol->host_path != !vol->scratch)
+        return 0;
+    return crater_dec_fail(d,
+                           CRATER_EINVAL,
+                           "%s",
+                           vol->host_path ? "hostPath and scratch: give one"
+                                          : "needs hostPath or scratch");
+}
+
+static int f_volumes(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_jobspec_t *s = SPEC(obj);
+    size_t n = json_array_size(v);
+
+    if (json_is_array(v) && n > 0 && n <= CRATER_JOB_MAX_LIST
+        && !(s->volumes = calloc(n, sizeof(*s->volumes))))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_JOB_MAX_LIST, vol_elem, obj);
+}
+
 static int f_workdir(crater_dec_t *d, json_t *v, void *obj)
 {
     char **w = &SPEC(obj)->workdir;
@@ -1179,6 +1263,8 @@ static const crater_dec_field_t job_fields[] = {
     {"inference", f_inference, 0},
     {"command", f_command, 0},
     {"image", f_image, 0},
+    {"imagePullPolicy", f_image_pull, 0},
+    {"volumes", f_volumes, 0},
     {"env", f_env, 0},
     {"workdir", f_workdir, 0},
     {"nodeSelector", f_selector, 0},
@@ -1473,13 +1559,45 @@ static int enc_lifecycle(json_t *o, const crater_jobspec_t *s)
     return rc;
 }
 
+static json_t *enc_volumes(const crater_jobspec_t *s)
+{
+    json_t *a = json_array();
+    int rc = a ? 0 : -1;
+
+    for (size_t i = 0; rc == 0 && i < s->nvolumes; i++) {
+        const crater_volume_t *v = &s->volumes[i];
+        json_t *o = json_object();
+        int vrc = o ? 0 : -1;
+
+        vrc |= put_str(o, "hostPath", v->host_path);
+        vrc |= put_str(o, "scratch", v->scratch);
+        vrc |= put_str(o, "mountPath", v->mount_path);
+        vrc |= put(o, "readOnly", json_boolean(v->read_only));
+        rc |= json_array_append_new(a, done(o, vrc));
+    }
+    return done(a, rc);
+}
+
+/* image, and imagePullPolicy and volumes only with one (validation
+ * refuses them without). */
+static int enc_container(json_t *o, const crater_jobspec_t *s)
+{
+    int rc = put_str(o, "image", s->image);
+
+    if (s->image || s->image_pull != CRATER_PULL_IF_NOT_PRESENT)
+        rc |= put(o, "imagePullPolicy", ENAME(pull_names, s->image_pull));
+    if (s->nvolumes)
+        rc |= put(o, "volumes", enc_volumes(s));
+    return rc;
+}
+
 static int enc_process(json_t *o, const crater_jobspec_t *s)
 {
     int rc = 0;
 
     if (s->command)
         rc |= put(o, "command", j_strv(s->command));
-    rc |= put_str(o, "image", s->image);
+    rc |= enc_container(o, s);
     rc |= put(o, "env", j_kv(s->env, s->nenv));
     rc |= put_str(o, "workdir", s->workdir);
     rc |= put(o, "nodeSelector", j_kv(s->selector, s->nselector));

@@ -387,6 +387,24 @@ const char *node_state_name(const dnode_t *n)
     return n->ready ? "Ready" : "NotReady";
 }
 
+/* The container runtimes the node's agent advertised (its
+ * CRATER_LABEL_RUNTIMES label, comma-separated): ["podman"] or []. */
+static json_t *runtimes_json(const crater_node_t *cn)
+{
+    json_t *a = json_array();
+    char buf[128], *save = NULL, *w;
+
+    for (size_t i = 0; a && i < cn->nlabels; i++) {
+        if (strcmp(cn->labels[i].key, CRATER_LABEL_RUNTIMES) != 0
+            || !cn->labels[i].value)
+            continue;
+        snprintf(buf, sizeof(buf), "%s", cn->labels[i].value);
+        for (w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save))
+            json_array_append_new(a, json_string(w));
+    }
+    return a;
+}
+
 static json_t *node_json(crater_daemon_t *d, const dnode_t *n, node_agg_t *g)
 {
     const crater_node_t *cn = node_model(d, n->sid);
@@ -431,7 +449,9 @@ static json_t *node_json(crater_daemon_t *d, const dnode_t *n, node_agg_t *g)
                   n->util.disk,
                   "jobs",
                   jobs);
-    if (o && json_object_update_new(o, alloc_json(cn, &a)) < 0) {
+    if (o
+        && (json_object_update_new(o, alloc_json(cn, &a)) < 0
+            || json_object_set_new(o, "runtimes", runtimes_json(cn)) < 0)) {
         json_decref(o);
         return NULL;
     }
@@ -605,6 +625,21 @@ static int order_placement(const crater_placement_t *pl,
     return p->node ? 0 : -1;
 }
 
+/* The image, its pull policy and volumes (doc/containers.md). */
+static int order_container(const crater_jobspec_t *s, crater_proto_task_t *t)
+{
+    if (!s->image)
+        return 0;
+    t->image_pull = s->image_pull;
+    t->nvolumes = s->nvolumes;
+    if (!(t->image = strdup(s->image))
+        || crater_volumes_dup(s->volumes, s->nvolumes, &t->volumes) < 0) {
+        t->nvolumes = 0;
+        return -1;
+    }
+    return 0;
+}
+
 int task_order(crater_daemon_t *d,
                const djob_t *j,
                uint32_t r,
@@ -635,7 +670,8 @@ int task_order(crater_daemon_t *d,
     };
     t->grace_period_ms = s->grace_period_ms;
     t->time_limit_ms = s->time_limit_ms;
-    if (s->checkpoint.dir && !(t->checkpoint_dir = strdup(s->checkpoint.dir))) {
+    if ((s->checkpoint.dir && !(t->checkpoint_dir = strdup(s->checkpoint.dir)))
+        || order_container(s, t) < 0) {
         crater_proto_task_clear(t);
         return -1;
     }

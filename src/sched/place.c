@@ -191,7 +191,7 @@ static int draw_uniform(crater_sched_t *s,
  * doubling of the memo up to 32 made it faster). A decision re-evaluates
  * only classes it has not seen with this shape, then evaluates the winner
  * once more to get its reservation. Requests whose result depends on the
- * job spec's selectors, tolerations or dataset, and random policies, are
+ * job spec's selectors, tolerations, dataset or image, and random policies, are
  * not memoised. */
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -207,7 +207,8 @@ static uint64_t memo_key(const crater_sched_t *s, const crater_request_t *r)
     uint64_t h = s->memo_epoch + 1;
 
     if ((s->policy && (s->policy->random_ties || s->policy->uniform))
-        || (sp && (sp->nselector || sp->ntolerations || sp->dataset)))
+        || (sp
+            && (sp->nselector || sp->ntolerations || sp->dataset || sp->image)))
         return 0;
     h = mix(h, r->gpus);
     h = mix(h, r->slice_mib);

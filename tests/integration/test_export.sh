@@ -39,7 +39,11 @@ printf 'name: x\ncommand: [a]\nresources: {memory: 3 apples}\n' >"$tmp/bad.yaml"
 "$bin" export yaml "$tmp/bad.yaml" 2>/dev/null; [ $? -eq 2 ] && ok || bad "unknown target is a usage error"
 
 # ---- --job: a placed job's node and GPUs ------------------------------------
-hw=$src/examples/hardware/h100x8.yaml
+# the example job has an image: the node advertises a container runtime
+# (doc/containers.md), as an agent with podman does
+hw=$tmp/h100x8.yaml
+sed 's|^labels:|labels:\n  crater.io/runtimes: podman|' \
+    "$src/examples/hardware/h100x8.yaml" >"$hw"
 start_craterd "$tmp/data" --no-sync --hardware "$hw" || exit 1
 "$bin" validate -o json "$hw" >"$tmp/nodes.json" 2>/dev/null
 proto=$(sed -n 's/^#define CRATER_AGENT_PROTOCOL \([0-9]*\).*/\1/p' "$src/src/daemon/buildinfo.h")

@@ -201,6 +201,24 @@ static const char *inf_diff(const crater_inference_t *a,
     return NULL;
 }
 
+static const char *vol_diff(const crater_jobspec_t *a,
+                            const crater_jobspec_t *b)
+{
+    if (a->image_pull != b->image_pull)
+        return "imagePullPolicy";
+    if (a->nvolumes != b->nvolumes)
+        return "volumes";
+    for (size_t i = 0; i < a->nvolumes; i++) {
+        const crater_volume_t *x = &a->volumes[i], *y = &b->volumes[i];
+        if (!str_eq(x->host_path, y->host_path)
+            || !str_eq(x->scratch, y->scratch)
+            || !str_eq(x->mount_path, y->mount_path)
+            || x->read_only != y->read_only)
+            return "volumes[i]";
+    }
+    return NULL;
+}
+
 static const char *tol_diff(const crater_jobspec_t *a,
                             const crater_jobspec_t *b)
 {
@@ -255,6 +273,7 @@ static const char *spec_diff(const crater_jobspec_t *a,
     DIFF(!(r = inf_diff(&a->inference, &b->inference)), r);
     DIFF(strv_eq(a->command, b->command), "command");
     DIFF(str_eq(a->image, b->image), "image");
+    DIFF(!(r = vol_diff(a, b)), r);
     DIFF(kv_eq(a->env, a->nenv, b->env, b->nenv), "env");
     DIFF(str_eq(a->workdir, b->workdir), "workdir");
     DIFF(kv_eq(a->selector, a->nselector, b->selector, b->nselector),
@@ -1779,11 +1798,94 @@ START_TEST(test_restart_policy)
 }
 END_TEST
 
+/* image, imagePullPolicy and volumes (doc/containers.md). */
+START_TEST(test_container_fields)
+{
+    crater_jobspec_t *s;
+
+    s = decode_ok("image: localhost/x:1\ncommand: [true]\n");
+    ck_assert_int_eq(s->image_pull, CRATER_PULL_IF_NOT_PRESENT);
+    ck_assert_uint_eq(s->nvolumes, 0);
+    check_round_trip(s);
+    crater_jobspec_destroy(s);
+    s = decode_ok("image: localhost/x:1\n"
+                  "imagePullPolicy: Never\n"
+                  "volumes:\n"
+                  "  - {hostPath: /srv/data, mountPath: /data, "
+                  "readOnly: true}\n"
+                  "  - {scratch: work, mountPath: /scratch}\n");
+    ck_assert_int_eq(s->image_pull, CRATER_PULL_NEVER);
+    ck_assert_uint_eq(s->nvolumes, 2);
+    ck_assert_str_eq(s->volumes[0].host_path, "/srv/data");
+    ck_assert_str_eq(s->volumes[0].mount_path, "/data");
+    ck_assert(s->volumes[0].read_only);
+    ck_assert_ptr_null(s->volumes[0].scratch);
+    ck_assert_str_eq(s->volumes[1].scratch, "work");
+    ck_assert(!s->volumes[1].read_only);
+    check_round_trip(s);
+    crater_jobspec_destroy(s);
+    validate_ok("image: x\nimagePullPolicy: Always\n"
+                "volumes: [{scratch: a, mountPath: /a}]\n");
+}
+END_TEST
+
+START_TEST(test_container_errors)
+{
+    decode_fails("image: x\nimagePullPolicy: Sometimes",
+                 CRATER_EINVAL,
+                 "t.yaml:2:1: imagePullPolicy: 'Sometimes' is not one of: "
+                 "IfNotPresent, Always, Never");
+    decode_fails("image: x\nvolumes: [{hostPath: /a}]",
+                 CRATER_EMISSING,
+                 "t.yaml:2:11: volumes[0]: missing required field "
+                 "'mountPath'");
+    decode_fails("image: x\nvolumes: [{hostPath: /a, scratch: b, "
+                 "mountPath: /c}]",
+                 CRATER_EINVAL,
+                 "t.yaml:2:11: volumes[0]: hostPath and scratch: give one");
+    decode_fails("image: x\nvolumes: [{mountPath: /c}]",
+                 CRATER_EINVAL,
+                 "t.yaml:2:11: volumes[0]: needs hostPath or scratch");
+    decode_fails("image: x\nvolumes: [{hostPath: data, mountPath: /c}]",
+                 CRATER_EINVAL,
+                 "t.yaml:2:12: volumes[0].hostPath: 'data' is not an "
+                 "absolute path");
+    decode_fails("image: x\nvolumes: [{hostPath: /a/../etc, mountPath: /c}]",
+                 CRATER_EINVAL,
+                 "t.yaml:2:12: volumes[0].hostPath: '/a/../etc': no '..' "
+                 "component or ',' allowed");
+    decode_fails("image: x\nvolumes: [{hostPath: /a, mountPath: /c, "
+                 "readonly: true}]",
+                 CRATER_EFIELD,
+                 "t.yaml:2:41: volumes[0].readonly: unknown field "
+                 "'readonly' (did you mean 'readOnly'?)");
+    validate_fails("volumes: [{scratch: a, mountPath: /a}]",
+                   kb,
+                   CRATER_ECONFLICT,
+                   "volumes",
+                   "volumes: needs image");
+    validate_fails("imagePullPolicy: Never",
+                   kb,
+                   CRATER_ECONFLICT,
+                   "imagePullPolicy",
+                   "imagePullPolicy: needs image");
+    validate_fails("image: x\nvolumes: [{scratch: a, mountPath: /a}, "
+                   "{hostPath: /b, mountPath: /a}]",
+                   kb,
+                   CRATER_ECONFLICT,
+                   "volumes[1].mountPath",
+                   "volumes[1].mountPath: '/a' is also "
+                   "volumes[0].mountPath");
+}
+END_TEST
+
 static Suite *jobspec_suite(void)
 {
     Suite *s = suite_create("jobspec");
     TCase *tc = tcase_create("core");
 
+    tcase_add_test(tc, test_container_fields);
+    tcase_add_test(tc, test_container_errors);
     tcase_add_test(tc, test_create_defaults);
     tcase_add_test(tc, test_decode_empty);
     tcase_add_test(tc, test_gang_default);

@@ -264,6 +264,29 @@ START_TEST(selector_node_selector)
 }
 END_TEST
 
+/* ---- runtime ----------------------------------------------------------- */
+
+/* An image goes only where a container runtime is; a bare job anywhere. */
+START_TEST(runtime_image_needs_runtime)
+{
+    crater_sched_t *s = load(HW("runtimes.yaml"));
+    crater_request_t bare = job(s, "resources: {cpu: 1}\n");
+    crater_request_t img =
+        job(s, "resources: {cpu: 1}\nimage: localhost/x:1\n");
+    crater_request_t big =
+        job(s, "resources: {cpu: 9}\nimage: localhost/x:1\n");
+    crater_placement_t p;
+
+    expect_on(s, &bare, "bare", &p);
+    expect_on(s, &img, "podman", &p);
+    expect_fail(s,
+                &big,
+                "0/2 nodes fit: 1 insufficient CPU (need 9 CPU, best 8 CPU "
+                "on podman), 1 no container runtime for image");
+    crater_sched_destroy(s);
+}
+END_TEST
+
 START_TEST(selector_taints_and_tolerations)
 {
     crater_sched_t *s = load(HW("labels.yaml"));
@@ -1105,6 +1128,7 @@ int main(void)
     tcase_add_test(tc, health_skips_unready_and_cordoned);
     tcase_add_test(tc, selector_node_selector);
     tcase_add_test(tc, selector_taints_and_tolerations);
+    tcase_add_test(tc, runtime_image_needs_runtime);
     tcase_add_test(tc, locality_required_filters);
     tcase_add_test(tc, locality_preferred_breaks_tie);
     tcase_add_test(tc, cpu_threshold_at_and_above);

@@ -166,6 +166,69 @@ START_TEST(task_round_trip)
 }
 END_TEST
 
+/* A task with an image: "container" carries it, its pull policy and its
+ * volumes; strict like the rest. */
+START_TEST(task_container)
+{
+    crater_proto_task_t in, out;
+    json_t *v;
+    char *bad;
+
+    sample_task(&in);
+    in.image = strdup("localhost/x:1");
+    in.image_pull = CRATER_PULL_NEVER;
+    in.nvolumes = 2;
+    in.volumes = calloc(2, sizeof(*in.volumes));
+    in.volumes[0].host_path = strdup("/srv/data");
+    in.volumes[0].mount_path = strdup("/data");
+    in.volumes[0].read_only = true;
+    in.volumes[1].scratch = strdup("work");
+    in.volumes[1].mount_path = strdup("/scratch");
+    round_trip(&in,
+               ENC(crater_proto_task_encode),
+               DEC(crater_proto_task_decode),
+               &out);
+    check_task(&out);
+    ck_assert_str_eq(out.image, "localhost/x:1");
+    ck_assert_int_eq(out.image_pull, CRATER_PULL_NEVER);
+    ck_assert_uint_eq(out.nvolumes, 2);
+    ck_assert_str_eq(out.volumes[0].host_path, "/srv/data");
+    ck_assert(out.volumes[0].read_only);
+    ck_assert_str_eq(out.volumes[1].scratch, "work");
+    ck_assert_str_eq(out.volumes[1].mount_path, "/scratch");
+    crater_proto_task_clear(&out);
+    v = crater_proto_task_encode(&in);
+    json_object_set_new(json_object_get(v, "container"),
+                        "pull",
+                        json_string("Sometimes"));
+    bad = json_dumps(v, 0);
+    refused(bad,
+            DEC(crater_proto_task_decode),
+            CLR(crater_proto_task_clear),
+            sizeof(crater_proto_task_t),
+            "container.pull");
+    free(bad);
+    json_object_set_new(json_object_get(v, "container"),
+                        "volumes",
+                        json_pack("[{s:s}]", "hostPath", "/a"));
+    json_object_set_new(json_object_get(v, "container"),
+                        "pull",
+                        json_string("Always"));
+    bad = json_dumps(v, 0);
+    refused(bad,
+            DEC(crater_proto_task_decode),
+            CLR(crater_proto_task_clear),
+            sizeof(crater_proto_task_t),
+            "container.volumes[0]");
+    free(bad);
+    json_decref(v);
+    crater_proto_task_clear(&in);
+    v = crater_proto_task_encode(&in); /* bare: no "container" */
+    ck_assert_ptr_null(json_object_get(v, "container"));
+    json_decref(v);
+}
+END_TEST
+
 START_TEST(items_round_trip)
 {
     crater_proto_item_t start = {.seq = 7, .op = CRATER_PROTO_START};
@@ -659,6 +722,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_test(tc, task_round_trip);
+    tcase_add_test(tc, task_container);
     tcase_add_test(tc, items_round_trip);
     tcase_add_test(tc, events_round_trip);
     tcase_add_test(tc, register_round_trip);

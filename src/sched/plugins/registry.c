@@ -8,13 +8,14 @@
 extern const sched_filter_ops_t sched__filter_health, sched__filter_selector,
     sched__filter_locality, sched__filter_threshold, sched__filter_capability,
     sched__filter_gpu, sched__filter_cpumem, sched__filter_disk,
-    sched__filter_ratio;
+    sched__filter_ratio, sched__filter_runtime;
 extern const sched_score_ops_t sched__score_joint, sched__score_packing,
     sched__score_topology, sched__score_locality, sched__score_lowutil;
 
 const sched_filter_ops_t *const sched__filters[] = {
     &sched__filter_health,
     &sched__filter_selector,
+    &sched__filter_runtime,
     &sched__filter_locality,
     &sched__filter_threshold,
     &sched__filter_capability,
