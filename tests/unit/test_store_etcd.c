@@ -366,6 +366,77 @@ START_TEST(leases)
 }
 END_TEST
 
+static int fence_rc[8];
+static crater_errno_t fence_errno[8];
+
+static void fence_cb(int rc, int64_t rev, const crater_error_t *err, void *p)
+{
+    (void)rev;
+    fence_rc[(intptr_t)p] = rc;
+    fence_errno[(intptr_t)p] = rc < 0 ? err->errnum : CRATER_OK;
+}
+
+/* A commit with the fence set: EUNAVAIL naming the leader key. */
+static void fenced_commit_fails(crater_store_t *st, const char *key)
+{
+    crater_txn_t *t = crater_txn_create();
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_txn_put(t, key, "x", 1, 0, &err), 0);
+    ck_assert_int_eq(crater_store_commit(st, t, NULL, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNAVAIL);
+    ck_assert_str_eq(err.field, "leader");
+    ck_assert_msg(strstr(err.text, "not the leader"), "%s", err.text);
+    crater_txn_destroy(t);
+    check_absent(st, key);
+}
+
+/* Fencing: a craterd that lost its leader key (lease revoked, or another
+ * leader's key in its place) cannot write, also in a group commit and
+ * with its own compares holding; a revoked fence fails at once. */
+START_TEST(fence_deposed_leader_cannot_write)
+{
+    crater_store_t *st = open_prefix("/t12/"), *other = open_prefix("/t12/");
+    crater_txn_t *t = crater_txn_create();
+    int64_t lease = 0, rev = 0;
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_store_lease_grant(st, 30000, 0, &lease, &err), 0);
+    ck_assert_int_eq(crater_txn_expect(t, "leader", 0, &err), 0);
+    ck_assert_int_eq(crater_txn_put(t, "leader", "me", 2, lease, &err), 0);
+    ck_assert_int_eq(crater_store_commit(st, t, &rev, &err), 0);
+    crater_txn_destroy(t);
+    ck_assert_int_eq(crater_store_set_fence(st, "leader", rev, &err), 0);
+    put(st, "a", "1"); /* the leader writes */
+    ck_assert_int_eq(crater_store_lease_revoke(other, lease, &err), 0);
+    fenced_commit_fails(st, "b"); /* lease gone: no key */
+    put(other, "leader", "you");  /* another leader's key */
+    fenced_commit_fails(st, "c");
+    for (intptr_t i = 0; i < 8; i++) { /* a group commit: each refused */
+        char key[8];
+        snprintf(key, sizeof(key), "g%d", (int)i);
+        t = crater_txn_create();
+        ck_assert_int_eq(crater_txn_put(t, key, "v", 1, 0, &err), 0);
+        ck_assert_int_eq(crater_store_commit_async(st,
+                                                   t,
+                                                   fence_cb,
+                                                   (void *)i,
+                                                   &err),
+                         0);
+    }
+    ck_assert_int_eq(crater_store_set_fence(st, "leader", -1, &err), 0);
+    fenced_commit_fails(st, "d");
+    crater_store_close(st);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(fence_rc[i], -1);
+        ck_assert_int_eq(fence_errno[i], CRATER_EUNAVAIL);
+    }
+    check_absent(other, "g0");
+    check_kv(other, "a", "1", rev + 1, rev + 1, 1);
+    crater_store_close(other);
+}
+END_TEST
+
 #define ASYNC_N 50
 static int64_t async_revs[ASYNC_N];
 static atomic_int async_count;
@@ -571,7 +642,8 @@ static Suite *etcd_suite(void)
     tcase_add_test(tc, group_commit_isolates_failures);
     tcase_add_test(tc, request_size_limit);
     tcase_add_test(tc, endpoint_failover);
-    tcase_add_test(tc, auth_user_password);
+    tcase_add_test(tc, fence_deposed_leader_cannot_write);
+    tcase_add_test(tc, auth_user_password); /* last: turns auth on */
     suite_add_tcase(s, tc);
     return s;
 }
