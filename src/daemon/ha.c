@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crater/log.h"
@@ -92,16 +93,31 @@ static int standby(ha_t *h, crater_error_t *err)
 }
 
 /* LEADING: the daemon on our port, fenced. -1: back to standby. */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int promote(ha_t *h)
 {
     crater_error_t err;
+    int64_t t0;
 
     crater_standby_stop(h->sb);
     h->sb = NULL;
     h->o.fence_rev = crater_leader_revision(h->l);
     h->o.advertise_url = h->url;
-    if (h->o.fence_rev > 0 && (h->d = crater_daemon_start(h->cfg, &h->o, &err)))
+    t0 = mono_ms();
+    if (h->o.fence_rev > 0
+        && (h->d = crater_daemon_start(h->cfg, &h->o, &err))) {
+        crater_log(LOG_INFO,
+                   "leader: state loaded and serving in %lld ms",
+                   (long long)(mono_ms() - t0));
         return 0;
+    }
     crater_log(LOG_ERR,
                "leader: could not take over: %s",
                h->o.fence_rev > 0 ? err.text : "leadership lost");
