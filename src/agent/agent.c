@@ -327,6 +327,7 @@ static void *work_main(void *arg)
     bool reg;
 
     while (!stopping(a)) {
+        unsigned sw = crater_client_switches(a->work_client);
         pthread_mutex_lock(&a->mu);
         reg = a->need_register;
         pthread_mutex_unlock(&a->mu);
@@ -334,6 +335,8 @@ static void *work_main(void *arg)
             delay = 100;
             continue;
         }
+        if (crater_client_switches(a->work_client) != sw)
+            delay = 100; /* a new leader: register there at once */
         if (stopping(a))
             break;
         crater_log(LOG_WARNING, "node %s: %s", a->node.name, err.text);

@@ -149,10 +149,15 @@ static int wait_change(ha_t *h, crater_leader_state_t seen)
 
 static void demote(ha_t *h)
 {
+    int64_t t0 = mono_ms();
+
     crater_daemon_step_down(h->d);
     crater_daemon_stop(h->d);
     h->d = NULL;
-    crater_log(LOG_WARNING, "leader: stepped down: %s stands by", h->url);
+    crater_log(LOG_WARNING,
+               "leader: stepped down in %lld ms: %s stands by",
+               (long long)(mono_ms() - t0),
+               h->url);
 }
 
 /* One round: standing by until we lead, leading until we lose. 1 when a
