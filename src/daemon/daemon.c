@@ -84,14 +84,8 @@ static const char *opt_str(const char *s)
     return s && strcmp(s, "none") != 0 ? s : NULL;
 }
 
-/* The etcd store from the store.etcd* keys. A leader (fenced) bounds each
- * request by twice ha.leaseDuration instead of 10 s: a leader that steps
- * down must stop promptly (its agents wait on it: test_ha's partition),
- * yet a request must outlast etcd electing a new raft leader after the
- * loss of a member (a 3 s bound failed submissions there). */
-static crater_store_t *open_etcd(const crater_config_t *c,
-                                 bool fenced,
-                                 crater_error_t *err)
+/* The etcd store from the store.etcd* keys. */
+static crater_store_t *open_etcd(const crater_config_t *c, crater_error_t *err)
 {
     crater_store_etcd_opts_t o = {
         .endpoints = c->store.etcd_endpoints,
@@ -102,7 +96,6 @@ static crater_store_t *open_etcd(const crater_config_t *c,
         .user = opt_str(c->store.etcd_user),
         .password = opt_str(c->store.etcd_password),
         .max_request_bytes = (size_t)c->store.etcd_max_request_bytes,
-        .timeout_ms = fenced ? 2 * (int64_t)c->ha.lease_ms : 0,
     };
 
     return crater_store_open_etcd(&o, err);
@@ -142,7 +135,7 @@ static int open_parts(crater_daemon_t *d,
     if (!(d->declog_path = strdup(path)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     if (d->cfg.store.backend == CRATER_STORE_ETCD) {
-        if (!(d->store = open_etcd(&d->cfg, o && o->fence_rev > 0, err)))
+        if (!(d->store = open_etcd(&d->cfg, err)))
             return -1;
         return o && o->fence_rev > 0 ? crater_store_set_fence(d->store,
                                                               CRATER_LEADER_KEY,

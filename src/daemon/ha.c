@@ -92,7 +92,6 @@ static int standby(ha_t *h, crater_error_t *err)
     return h->sb ? 0 : -1;
 }
 
-/* LEADING: the daemon on our port, fenced. -1: back to standby. */
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -101,6 +100,7 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* LEADING: the daemon on our port, fenced. -1: back to standby. */
 static int promote(ha_t *h)
 {
     crater_error_t err;
@@ -162,7 +162,7 @@ static void demote(ha_t *h)
 
 /* One round: standing by until we lead, leading until we lose. 1 when a
  * stop signal came, -1 on an error that ends craterd. */
-static int round_(ha_t *h, crater_error_t *err)
+static int one_round(ha_t *h, crater_error_t *err)
 {
     if (wait_change(h, CRATER_LEADER_STANDBY))
         return 1;
@@ -218,7 +218,7 @@ int crater_ha_run(const crater_config_t *cfg,
                strrchr(h.listen, ':') + 1,
                h.url);
         fflush(stdout);
-        while ((rc = round_(&h, err)) == 0)
+        while ((rc = one_round(&h, err)) == 0)
             ;
     } else
         rc = -1;

@@ -42,7 +42,8 @@
  * mod_revision(leader key) == the revision this craterd created it at; the
  * failure branch reads it first, so a refusal by the fence is told apart
  * from a stale compare of the caller's and reported as EUNAVAIL "not the
- * leader". A revoked fence fails commits in the writer without a request.
+ * leader". A revoked fence fails commits in the writer without a request
+ * and aborts the writer's transfer in flight.
  *
  * Size: etcd refuses requests over --max-request-bytes (1.5 MiB by
  * default). A transaction whose keys and values exceed it less 8 KiB of
@@ -315,6 +316,19 @@ static void handle_put(et_t *e, CURL *h)
     curl_easy_cleanup(h);
 }
 
+/* A revoked fence ends the writer's transfer in flight (libcurl asks this about
+ * once a second while waiting): a leader stepping down does not wait for
+ * a request to an etcd it cannot reach (the outcome is unknown: EUNAVAIL). */
+static int on_progress(
+    void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return atomic_load(&((et_t *)u)->fence_rev) < 0;
+}
+
 /* Sets up h for one POST of body to endpoint ep; the caller frees *hdrs. */
 static void prepare(et_t *e,
                     CURL *h,
@@ -333,6 +347,11 @@ static void prepare(et_t *e,
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (h == e->wh) { /* the writer's: commits and compactions */
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, e);
+    }
     if (e->ca)
         curl_easy_setopt(h, CURLOPT_CAINFO, e->ca);
     if (e->cert)

@@ -257,9 +257,11 @@ int crater_store_expire_leases(crater_store_t *st,
  * if it still believes it leads. A commit refused by the fence fails with
  * CRATER_EUNAVAIL, err->field = key, "not the leader". mod_rev -1 revokes:
  * every later commit (queued ones included) fails so at once, without a
- * request. Set it before the first commit; revoking is safe from any
- * thread. key is copied. -1 EINVAL for a bad key or a backend without it
- * (SQLite: one process per store, nothing to fence). */
+ * request, and a commit in flight is abandoned within about a second
+ * (EUNAVAIL: it may or may not have been applied). Set it before the first
+ * commit; revoking is safe from any thread. key is copied. -1 EINVAL for a bad
+ * key or a backend without it (SQLite: one process per store, nothing to
+ * fence). */
 int crater_store_set_fence(crater_store_t *st,
                            const char *key,
                            int64_t mod_rev,
