@@ -28,7 +28,7 @@ epid=("" "" "") cpid=("" "" "") apid="" loadpid="" monpid=""
 cleanup() {
     touch "$tmp/stop"
     for p in "${epid[@]}"; do [ -n "$p" ] && kill -CONT "$p" 2>/dev/null; done
-    for p in $loadpid $monpid $apid; do kill -9 "$p" 2>/dev/null; done
+    { for p in $loadpid $monpid $apid; do kill -9 "$p"; wait "$p"; done; } 2>/dev/null
     # craterds stop cleanly (a sanitizer build reports leaks at exit)
     for p in "${cpid[@]}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; done
     for i in $(seq 1 50); do
