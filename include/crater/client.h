@@ -19,7 +19,10 @@
 
 typedef struct crater_client crater_client_t;
 
-/* base: "http://127.0.0.1:7480" (a trailing slash is tolerated). token may
+/* base: "http://127.0.0.1:7480" (a trailing slash is tolerated), or a
+ * comma-separated list of up to 16 such URLs: the craterds of one cluster
+ * with leader election; requests follow the leader (http_client.c says
+ * when a request is sent again to another server). token may
  * be NULL (no Authorization header); otherwise every request carries
  * "Authorization: Bearer <token>". Both strings are copied.
  * NULL on error (EINVAL: base is not http:// or https://; ENOMEM). */
@@ -32,7 +35,17 @@ void crater_client_destroy(crater_client_t *c); /* NULL accepted */
  * ms <= 0 restores the default. */
 void crater_client_set_timeout_ms(crater_client_t *c, long ms);
 
-/* The base URL without a trailing slash (owned by c). */
+/* With several servers: how long one request keeps trying other servers
+ * (after a connection refused, a standby's 503 naming the leader, a failed
+ * GET) before it returns the last failure; default 15000, ms < 0 restores
+ * it, 0 tries each server once. */
+void crater_client_set_failover_ms(crater_client_t *c, long ms);
+
+/* How many times the client moved to another server (the agent registers
+ * again after a move: the new leader has its own work channel). */
+unsigned crater_client_switches(const crater_client_t *c);
+
+/* The current server's URL without a trailing slash (owned by c). */
 const char *crater_client_base(const crater_client_t *c);
 
 /* One request. method "GET"/"POST"/"DELETE"/"PUT"/"HEAD"; path

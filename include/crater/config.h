@@ -38,6 +38,12 @@ typedef enum crater_store_backend {
     CRATER_STORE_ETCD,
 } crater_store_backend_t;
 
+/* ha.election: whether craterd campaigns for leadership before serving. */
+typedef enum crater_ha_election {
+    CRATER_HA_AUTO, /* with store.backend etcd only (SQLite: never) */
+    CRATER_HA_OFF,  /* never: exactly one craterd per store */
+} crater_ha_election_t;
+
 /* What a job's cost (its cap, a tenant's budget, the default report) is
  * counted in (crater/cost.h). */
 typedef enum crater_cost_basis {
@@ -134,6 +140,13 @@ typedef struct crater_config {
         uint64_t etcd_max_request_bytes; /* store.etcdMaxRequestBytes */
         uint64_t history_retention_ms;   /* store.historyRetention, 0 = all */
     } store;
+    struct {
+        crater_ha_election_t election; /* ha.election */
+        uint64_t lease_ms;             /* ha.leaseDuration */
+        uint64_t renew_deadline_ms;    /* ha.renewDeadline < leaseDuration */
+        uint64_t retry_ms;             /* ha.retryPeriod < renewDeadline */
+        char *advertise_url;           /* ha.advertiseUrl, "none" */
+    } ha;
     struct {
         char *currency;             /* cost.currency */
         crater_cost_basis_t basis;  /* cost.basis */

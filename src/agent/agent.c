@@ -216,11 +216,15 @@ static int do_register(crater_agent_t *a, crater_error_t *err)
     if (a->hb_interval_ms == 0)
         a->hb_interval_ms = 5000;
     a->need_register = false;
+    a->reg_switches = crater_client_switches(a->work_client);
     a->hb_now = true;
     after_register(a, &reg);
     pthread_mutex_unlock(&a->mu);
     crater_proto_registered_clear(&reg);
-    crater_log(LOG_INFO, "registered node %s with %s", a->node.name, a->server);
+    crater_log(LOG_INFO,
+               "registered node %s with %s",
+               a->node.name,
+               crater_client_base(a->work_client));
     return 0;
 }
 
@@ -265,6 +269,15 @@ static int poll_once(crater_agent_t *a, crater_error_t *err)
              POLL_WAIT_MS);
     if (crater_client_json(a->work_client, "GET", path, NULL, &resp, err) < 0)
         return -1;
+    if (crater_client_switches(a->work_client) != a->reg_switches) {
+        /* another craterd (a new leader) answered: its work channel is
+         * not the one after= counts in; register there first */
+        json_decref(resp);
+        return crater_errorf(err,
+                             CRATER_EUNAVAIL,
+                             "now at %s (new leader): registering again",
+                             crater_client_base(a->work_client));
+    }
     rc = decode_answer(resp, dec_work, &work, "work", err);
     json_decref(resp);
     if (rc < 0)
@@ -315,6 +328,7 @@ static void *work_main(void *arg)
     bool reg;
 
     while (!stopping(a)) {
+        unsigned sw = crater_client_switches(a->work_client);
         pthread_mutex_lock(&a->mu);
         reg = a->need_register;
         pthread_mutex_unlock(&a->mu);
@@ -322,6 +336,8 @@ static void *work_main(void *arg)
             delay = 100;
             continue;
         }
+        if (crater_client_switches(a->work_client) != sw)
+            delay = 100; /* a new leader: register there at once */
         if (stopping(a))
             break;
         crater_log(LOG_WARNING, "node %s: %s", a->node.name, err.text);

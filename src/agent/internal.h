@@ -172,6 +172,7 @@ struct crater_agent {
                           (or two test clusters) on one machine never
                           share a name */
     bool need_register;
+    unsigned reg_switches; /* work_client's server moves at the register */
     uint64_t hb_interval_ms;
     int64_t next_hb_ms;
     bool hb_now; /* a task finished: heartbeat at once */

@@ -76,6 +76,7 @@ static const char *const migration_names[] = {"conservative",
                                               "never",
                                               NULL};
 static const char *const backend_names[] = {"sqlite", "etcd", NULL};
+static const char *const election_names[] = {"auto", "off", NULL};
 static const char *const typical_names[] = {"learned", "prior", "off", NULL};
 static const char *const basis_names[] = {"allocation",
                                           "usage",
@@ -100,6 +101,7 @@ static const char *const sections[] = {"scheduler",
                                        "server",
                                        "logs",
                                        "store",
+                                       "ha",
                                        "cost",
                                        "hardware_knowledge_base",
                                        NULL};
@@ -412,6 +414,27 @@ static const row_t rows[] = {
  "periodic auto-compaction does; a forgotten job's history goes this long "
  "after it. 0 = never compact (the history grows without bound)."},
 
+{"ha.election", T_ENUM, F(ha.election), "auto", 0, 0, 0, election_names,
+ NULL, "Leader election among the craterds sharing one store: auto (with "
+ "store.backend etcd: one leader schedules and writes, the others stand by "
+ "and take over; with sqlite: none) or off (run exactly one craterd per "
+ "store)."},
+{"ha.leaseDuration", T_DURATION, F(ha.lease_ms), "3s", 1000, 3600000, 0,
+ NULL, NULL, "TTL of the leader's etcd lease (rounded up to whole seconds "
+ "by etcd): a standby takes over at most this long after the leader last "
+ "renewed it (kill -9: failover in about leaseDuration + retryPeriod)."},
+{"ha.renewDeadline", T_DURATION, F(ha.renew_deadline_ms), "2s", 100,
+ 3600000, 0, NULL, NULL, "A leader that has not renewed its lease for this "
+ "long steps down (stops scheduling and writing) before the lease can "
+ "expire; shorter than leaseDuration."},
+{"ha.retryPeriod", T_DURATION, F(ha.retry_ms), "500ms", 10, 3600000, 0,
+ NULL, NULL, "How often the leader renews its lease and a standby tries to "
+ "become leader; shorter than renewDeadline."},
+{"ha.advertiseUrl", T_STRING, F(ha.advertise_url), "none", 0, 0, 0, NULL,
+ NULL, "URL the other craterds, agents and clients reach this craterd at "
+ "(written in the leader key); none: http:// + the listen address (the "
+ "host name when it listens on every address)."},
+
 {"cost.currency", T_STRING, F(cost.currency), "USD", 0, 0, 0, NULL, NULL,
  "Currency the prices are in (a label: amounts are kept in micro-units "
  "of it, never as floating point)."},
@@ -473,6 +496,7 @@ static const row_t rows[] = {
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 _Static_assert(sizeof(crater_migration_policy_t) == sizeof(int)
                    && sizeof(crater_store_backend_t) == sizeof(int)
+                   && sizeof(crater_ha_election_t) == sizeof(int)
                    && sizeof(crater_typical_mode_t) == sizeof(int)
                    && sizeof(crater_cost_basis_t) == sizeof(int),
                "T_ENUM rows store an int");
@@ -1151,6 +1175,39 @@ static char *ms_text(uint64_t ms, char *buf, size_t size)
     return crater_format_quantity(ms * 1000000, CRATER_DIM_DURATION, buf, size);
 }
 
+/* ha.retryPeriod < ha.renewDeadline < ha.leaseDuration: a leader renews
+ * several times before it gives up, and gives up before its lease can
+ * expire (so it has stopped writing when a standby takes over). */
+static int check_ha(crater_dec_t *d,
+                    size_t base,
+                    json_t *root,
+                    const crater_config_t *c)
+{
+    char a[32], b[32];
+
+    if (c->ha.renew_deadline_ms >= c->ha.lease_ms)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "ha.renewDeadline",
+                         "ha.leaseDuration",
+                         "renewDeadline (%s) must be shorter than "
+                         "leaseDuration (%s)",
+                         ms_text(c->ha.renew_deadline_ms, a, sizeof(a)),
+                         ms_text(c->ha.lease_ms, b, sizeof(b)));
+    if (c->ha.retry_ms >= c->ha.renew_deadline_ms)
+        return rule_fail(d,
+                         base,
+                         root,
+                         "ha.retryPeriod",
+                         "ha.renewDeadline",
+                         "retryPeriod (%s) must be shorter than "
+                         "renewDeadline (%s)",
+                         ms_text(c->ha.retry_ms, a, sizeof(a)),
+                         ms_text(c->ha.renew_deadline_ms, b, sizeof(b)));
+    return 0;
+}
+
 static int check_rules(crater_dec_t *d,
                        size_t base,
                        json_t *root,
@@ -1185,6 +1242,8 @@ static int check_rules(crater_dec_t *d,
                          "store.etcdEndpoints",
                          "store.backend",
                          "backend etcd needs at least one endpoint");
+    if (check_ha(d, base, root, c) < 0)
+        return -1;
     if (strcmp(c->agent.task_user, "root") == 0 && !c->agent.allow_root_tasks)
         return rule_fail(d,
                          base,
@@ -1396,6 +1455,7 @@ static const char intro[] =
     "- The four `scheduler.scoreWeights` must not all be 0.\n"
     "- `store.backend: etcd` needs at least one `store.etcdEndpoints` "
     "entry.\n"
+    "- `ha.retryPeriod` < `ha.renewDeadline` < `ha.leaseDuration`.\n"
     "- `agent.taskUser: root` needs `agent.allowRootTasks: true`.\n"
     "- Each `hardware_knowledge_base.override` entry is checked against the "
     "built-in\n"

@@ -249,6 +249,30 @@ static void h_readyz(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
         api_errorf(resp, CRATER_EUNAVAIL, NULL, "not ready");
 }
 
+/* GET /api/v1/leader: who leads (a standby answers it too, standby.c). */
+static void h_leader(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    crater_daemon_t *d = arg;
+    const char *self = d->advertise_url ? d->advertise_url : "";
+    bool deposed;
+
+    (void)r;
+    pthread_mutex_lock(&d->mu);
+    deposed = d->deposed;
+    pthread_mutex_unlock(&d->mu);
+    crater_http_json(resp,
+                     200,
+                     json_pack("{s:s, s:s, s:s}",
+                               "role",
+                               !d->fenced ? "single"
+                               : deposed  ? "stepping-down"
+                                          : "leader",
+                               "leader",
+                               deposed ? "" : self,
+                               "self",
+                               self));
+}
+
 static void h_metrics(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
@@ -299,7 +323,8 @@ int api_add_routes(crater_daemon_t *d, crater_error_t *err)
 
     if (crater_router_add(rt, "GET", "/healthz", h_healthz, d, err) < 0
         || crater_router_add(rt, "GET", "/readyz", h_readyz, d, err) < 0
-        || crater_router_add(rt, "GET", "/metrics", h_metrics, d, err) < 0)
+        || crater_router_add(rt, "GET", "/metrics", h_metrics, d, err) < 0
+        || crater_router_add(rt, "GET", "/api/v1/leader", h_leader, d, err) < 0)
         return -1;
     return api_jobs_routes(d, err) < 0 || api_nodes_routes(d, err) < 0
                    || api_agents_routes(d, err) < 0

@@ -638,6 +638,11 @@ static void h_events(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     for (size_t i = 0; i < evs.nevents; i++)
         apply_event(d, n, &evs.events[i]);
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
+    /* acknowledged once what they changed is stored: an agent drops an
+     * acknowledged exit, and a leader that lost its election (fenced, or
+     * cut off from etcd) must not make it forget a job that finished, or
+     * the next leader starts that job again (test_ha's partition) */
+    api_answer_when_stored(d, r, resp);
 out:
     crater_proto_events_clear(&evs);
     json_decref(body);

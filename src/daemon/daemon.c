@@ -27,6 +27,7 @@
 #include "daemon/audit.h"
 #include "daemon/cost.h"
 #include "daemon/internal.h"
+#include "daemon/leader.h"
 
 static uint64_t env_now(void *arg)
 {
@@ -133,8 +134,15 @@ static int open_parts(crater_daemon_t *d,
     snprintf(path, sizeof(path), "%s/decisions.log", d->data_dir);
     if (!(d->declog_path = strdup(path)))
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
-    if (d->cfg.store.backend == CRATER_STORE_ETCD)
-        return (d->store = open_etcd(&d->cfg, err)) ? 0 : -1;
+    if (d->cfg.store.backend == CRATER_STORE_ETCD) {
+        if (!(d->store = open_etcd(&d->cfg, err)))
+            return -1;
+        return o && o->fence_rev > 0 ? crater_store_set_fence(d->store,
+                                                              CRATER_LEADER_KEY,
+                                                              o->fence_rev,
+                                                              err)
+                                     : 0;
+    }
     snprintf(path, sizeof(path), "%s/crater.db", d->data_dir);
     if (!(d->store = crater_store_open_sqlite(path, &so, err)))
         return -1;
@@ -371,7 +379,11 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
     d->cfg = *cfg;
     d->next_id = 1;
     dir = o && o->data_dir ? o->data_dir : cfg->server.data_dir;
-    if (!(d->data_dir = strdup(dir ? dir : "./var"))) {
+    d->fenced = o && o->fence_rev > 0;
+    if (o && o->advertise_url)
+        d->advertise_url = strdup(o->advertise_url);
+    if (!(d->data_dir = strdup(dir ? dir : "./var"))
+        || (o && o->advertise_url && !d->advertise_url)) {
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
         goto fail;
     }
@@ -445,6 +457,18 @@ static void free_state(crater_daemon_t *d)
     free(d->revoked);
 }
 
+void crater_daemon_step_down(crater_daemon_t *d)
+{
+    crater_error_t err;
+
+    if (!d || !d->fenced || !d->store)
+        return;
+    pthread_mutex_lock(&d->mu);
+    d->deposed = true; /* GET /api/v1/leader stops saying "leader" */
+    pthread_mutex_unlock(&d->mu);
+    (void)crater_store_set_fence(d->store, CRATER_LEADER_KEY, -1, &err);
+}
+
 void crater_daemon_stop(crater_daemon_t *d)
 {
     if (!d)
@@ -480,6 +504,7 @@ void crater_daemon_stop(crater_daemon_t *d)
     crater_kb_destroy(d->kb);
     free(d->declog_path);
     free(d->data_dir);
+    free(d->advertise_url);
     free(d->admin_token);
     pthread_cond_destroy(&d->wake);
     pthread_cond_destroy(&d->svc_wake);

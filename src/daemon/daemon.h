@@ -25,6 +25,12 @@ typedef struct crater_daemon_opts {
     bool no_sync;         /* store without fsync (benchmarks, tests) */
     unsigned threads;     /* HTTP worker threads; 0 = number of CPUs */
     const char *hardware; /* hardware file: nodes known before agents */
+    /* Leader election (main_craterd.c, leader.h): the leader key's
+     * mod_revision this craterd won with, set as the store's fence (every
+     * write compares it); 0 = no election. advertise_url: this craterd's
+     * URL, answered by GET /api/v1/leader (NULL: none). */
+    int64_t fence_rev;
+    const char *advertise_url;
 } crater_daemon_opts_t;
 
 crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
@@ -56,6 +62,18 @@ int crater_daemon_create_token_named(crater_daemon_t *d,
                                      char *buf,
                                      size_t size,
                                      crater_error_t *err);
+/* A leader that lost its election: every later store write fails at
+ * once ("not the leader"), queued ones included, so that the stop that
+ * follows writes nothing. Safe from any thread; no-op without a fence. */
+void crater_daemon_step_down(crater_daemon_t *d);
 void crater_daemon_stop(crater_daemon_t *d);
+
+/* craterd with leader election (ha.c; store.backend etcd and ha.election
+ * auto): stands by, leads when elected, steps down when it loses, until
+ * SIGINT/SIGTERM (the caller blocked them: crater_proc_block_stop_signals).
+ * 0 after a clean stop, -1 with err when it could not start. */
+int crater_ha_run(const crater_config_t *cfg,
+                  const crater_daemon_opts_t *opts,
+                  crater_error_t *err);
 
 #endif /* CRATER_DAEMON_H */

@@ -248,6 +248,9 @@ struct crater_daemon {
     } * tprofiles;
     size_t ntprofiles, captprofiles;
     crater_store_t *store;
+    bool fenced;         /* leader election: the store has a fence */
+    bool deposed;        /* ... revoked: stepping down */
+    char *advertise_url; /* leader election: this craterd's URL, or NULL */
     crater_metrics_t *metrics;
     crater_http_server_t *http;
     crater_router_t *router;

@@ -105,6 +105,14 @@ int main(int argc, char **argv)
         return 1;
     }
     crater_proc_block_stop_signals();
+    if (cfg.store.backend == CRATER_STORE_ETCD
+        && cfg.ha.election == CRATER_HA_AUTO) {
+        rc = crater_ha_run(&cfg, &f.o, &err);
+        if (rc < 0)
+            fprintf(stderr, "craterd: %s\n", err.text);
+        crater_config_clear(&cfg);
+        return rc < 0 ? 1 : 0;
+    }
     if (!(d = crater_daemon_start(&cfg, &f.o, &err))) {
         fprintf(stderr, "craterd: %s\n", err.text);
         crater_config_clear(&cfg);

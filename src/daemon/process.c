@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <syslog.h>
+#include <time.h>
 
 void crater_proc_log_stderr(int level, const char *msg, void *arg)
 {
@@ -43,4 +44,16 @@ int crater_proc_wait_stop(void)
     stop_set(&set);
     sigwait(&set, &sig);
     return sig;
+}
+
+int crater_proc_wait_stop_ms(int ms)
+{
+    sigset_t set;
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    int sig;
+
+    stop_set(&set);
+    sig = sigtimedwait(&set, NULL, &ts);
+    return sig > 0 ? sig : 0;
 }

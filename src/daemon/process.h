@@ -18,4 +18,7 @@ void crater_proc_block_stop_signals(void);
 /* Wait for SIGINT or SIGTERM; returns the signal. */
 int crater_proc_wait_stop(void);
 
+/* The same for at most ms milliseconds: the signal, or 0 when none came. */
+int crater_proc_wait_stop_ms(int ms);
+
 #endif /* CRATER_DAEMON_PROCESS_H */

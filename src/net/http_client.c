@@ -5,6 +5,20 @@
  * request (a body, a custom method) leaks into the next while the TCP
  * connection is reused. curl_global_init runs once per process through
  * pthread_once because it is not safe to race with other threads.
+ *
+ * Several servers (craterd with leader election, issue 17): base may be a
+ * comma-separated list. A request goes to the current server; it moves to
+ * another one and is sent again when the answer proves the request was
+ * not applied: the connection could not be made (nothing was sent), a
+ * standby answered 503 with X-Crater-Leader (standbys apply nothing; the
+ * client goes to the leader it names when that is in the list, else to
+ * the next server; "none" while no leader is elected), or a GET/HEAD
+ * failed in any way. Other
+ * failures are returned: a POST whose connection broke may have been
+ * applied, and only the caller may decide to send it again. It keeps
+ * trying, one pause of 200 ms after each round over the list, for at most
+ * the failover time (crater_client_set_failover_ms, default 15 s: a
+ * failover takes leaseDuration + retryPeriod + the new leader's load).
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -12,16 +26,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "crater/client.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
+#define DEFAULT_FAILOVER_MS 15000L
+#define MAX_SERVERS 16
+#define ROUND_PAUSE_MS 200
 
 struct crater_client {
     CURL *h;
-    char *base; /* no trailing slash */
+    char *bases[MAX_SERVERS]; /* no trailing slash */
+    size_t nbases, cur;
+    char *base; /* bases[cur] */
     char *auth; /* "Authorization: Bearer ..." or NULL */
-    long timeout_ms;
+    long timeout_ms, failover_ms;
+    unsigned switches;
+    char leader[256]; /* X-Crater-Leader of the last answer, "" none */
+    CURLcode last_rc;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -45,7 +70,8 @@ void crater_client_destroy(crater_client_t *c)
         return;
     if (c->h != NULL)
         curl_easy_cleanup(c->h);
-    free(c->base);
+    for (size_t i = 0; i < c->nbases; i++)
+        free(c->bases[i]);
     free(c->auth);
     free(c);
 }
@@ -64,37 +90,81 @@ static int set_auth(crater_client_t *c, const char *token)
     return 0;
 }
 
+static bool is_url(const char *s, size_t n)
+{
+    return (n > 7 && strncmp(s, "http://", 7) == 0)
+           || (n > 8 && strncmp(s, "https://", 8) == 0);
+}
+
+/* Splits "URL[,URL...]" into c->bases; -1 with err naming the bad one. */
+static int parse_bases(crater_client_t *c,
+                       const char *list,
+                       crater_error_t *err)
+{
+    const char *p = list;
+
+    do {
+        size_t n = strcspn(p, ",");
+        if (c->nbases == MAX_SERVERS)
+            return crater_errorf_field(err,
+                                       CRATER_EINVAL,
+                                       "server",
+                                       "more than %d servers in '%s'",
+                                       MAX_SERVERS,
+                                       list);
+        if (!is_url(p, n))
+            return crater_errorf_field(err,
+                                       CRATER_EINVAL,
+                                       "server",
+                                       "bad server URL '%.*s': expected "
+                                       "http://host:port",
+                                       (int)n,
+                                       p);
+        if (!(c->bases[c->nbases] = strndup(p, n)))
+            return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+        while (n > 0 && c->bases[c->nbases][n - 1] == '/')
+            c->bases[c->nbases][--n] = '\0';
+        c->nbases++;
+        p += n;
+        p += strcspn(p, ",");
+    } while (*p++ == ',');
+    return 0;
+}
+
 crater_client_t *crater_client_create(const char *base,
                                       const char *token,
                                       crater_error_t *err)
 {
     crater_client_t *c;
-    size_t n;
+    crater_error_t e2;
 
-    if (base == NULL
-        || (strncmp(base, "http://", 7) != 0
-            && strncmp(base, "https://", 8) != 0)) {
-        crater_errorf_field(err,
-                            CRATER_EINVAL,
-                            "server",
-                            "bad server URL '%s': expected http://host:port",
-                            base ? base : "");
-        return NULL;
-    }
     pthread_once(&curl_once, curl_init);
     c = calloc(1, sizeof(*c));
-    if (c == NULL || curl_init_rc != CURLE_OK
-        || (c->base = strdup(base)) == NULL || set_auth(c, token) < 0
+    if (c != NULL && parse_bases(c, base ? base : "", &e2) < 0) {
+        crater_client_destroy(c);
+        *err = e2;
+        return NULL;
+    }
+    if (c == NULL || curl_init_rc != CURLE_OK || set_auth(c, token) < 0
         || (c->h = curl_easy_init()) == NULL) {
         crater_client_destroy(c);
         crater_errorf(err, CRATER_ENOMEM, "cannot create an HTTP client");
         return NULL;
     }
-    n = strlen(c->base);
-    while (n > 0 && c->base[n - 1] == '/')
-        c->base[--n] = '\0';
+    c->base = c->bases[0];
     c->timeout_ms = DEFAULT_TIMEOUT_MS;
+    c->failover_ms = DEFAULT_FAILOVER_MS;
     return c;
+}
+
+void crater_client_set_failover_ms(crater_client_t *c, long ms)
+{
+    c->failover_ms = ms >= 0 ? ms : DEFAULT_FAILOVER_MS;
+}
+
+unsigned crater_client_switches(const crater_client_t *c)
+{
+    return c->switches;
 }
 
 void crater_client_set_timeout_ms(crater_client_t *c, long ms)
@@ -128,6 +198,26 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
     memcpy(b->p + b->len, data, len);
     b->len += len;
     b->p[b->len] = '\0';
+    return len;
+}
+
+/* Keeps X-Crater-Leader (a standby's pointer to the leader). */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+    crater_client_t *c = arg;
+    size_t len = size * n;
+    static const char name[] = "x-crater-leader:";
+
+    if (len > sizeof(name) - 1
+        && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+        const char *v = data + sizeof(name) - 1;
+        size_t vl = len - (sizeof(name) - 1);
+        while (vl > 0 && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+            vl--;
+        snprintf(c->leader, sizeof(c->leader), "%.*s", (int)vl, v);
+    }
     return len;
 }
 
@@ -229,6 +319,9 @@ static int setup(crater_client_t *c,
     curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c->h, CURLOPT_WRITEDATA, b);
     curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, *hdrs);
+    curl_easy_setopt(c->h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c->h, CURLOPT_HEADERDATA, c);
+    c->leader[0] = '\0';
     set_method(c->h, method, body, len);
     return 0;
 }
@@ -243,16 +336,16 @@ static int finish(buf_t *b, char **resp, size_t *resp_len, crater_error_t *err)
     return 0;
 }
 
-int crater_client_request(crater_client_t *c,
-                          const char *method,
-                          const char *path,
-                          const char *content_type,
-                          const char *body,
-                          size_t len,
-                          long *status,
-                          char **resp,
-                          size_t *resp_len,
-                          crater_error_t *err)
+static int request_once(crater_client_t *c,
+                        const char *method,
+                        const char *path,
+                        const char *content_type,
+                        const char *body,
+                        size_t len,
+                        long *status,
+                        char **resp,
+                        size_t *resp_len,
+                        crater_error_t *err)
 {
     buf_t b = {0};
     struct curl_slist *hdrs = NULL;
@@ -269,7 +362,7 @@ int crater_client_request(crater_client_t *c,
         free(url);
         return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     }
-    rc = curl_easy_perform(c->h);
+    rc = c->last_rc = curl_easy_perform(c->h);
     curl_slist_free_all(hdrs);
     free(url);
     if (rc != CURLE_OK) {
@@ -281,6 +374,80 @@ int crater_client_request(crater_client_t *c,
     if (ret < 0)
         free(b.p);
     return ret;
+}
+
+static long mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the last attempt was certainly not applied and may be sent to
+ * another server (see the top of the file). */
+static bool may_resend(const crater_client_t *c,
+                       const char *method,
+                       int rc,
+                       long status,
+                       const crater_error_t *err)
+{
+    if (rc == 0) /* a standby's 503: it applied nothing */
+        return status == 503 && c->leader[0];
+    if (err->errnum != CRATER_EUNAVAIL)
+        return false;
+    return c->last_rc == CURLE_COULDNT_CONNECT
+           || c->last_rc == CURLE_COULDNT_RESOLVE_HOST
+           || strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
+/* The server to try next: the leader a standby named, else the next. */
+static void move_on(crater_client_t *c)
+{
+    size_t next = (c->cur + 1) % c->nbases;
+
+    for (size_t i = 0; c->leader[0] && i < c->nbases; i++)
+        if (strcmp(c->bases[i], c->leader) == 0 && i != c->cur)
+            next = i;
+    c->cur = next;
+    c->base = c->bases[next];
+    c->switches++;
+}
+
+int crater_client_request(crater_client_t *c,
+                          const char *method,
+                          const char *path,
+                          const char *content_type,
+                          const char *body,
+                          size_t len,
+                          long *status,
+                          char **resp,
+                          size_t *resp_len,
+                          crater_error_t *err)
+{
+    long until = mono_ms() + c->failover_ms;
+
+    *status = 0;
+    for (size_t tries = 1;; tries++) {
+        int rc = request_once(c,
+                              method,
+                              path,
+                              content_type,
+                              body,
+                              len,
+                              status,
+                              resp,
+                              resp_len,
+                              err);
+        if (c->nbases < 2 || !may_resend(c, method, rc, *status, err)
+            || (mono_ms() >= until && tries >= c->nbases))
+            return rc;
+        free(*resp);
+        *resp = NULL;
+        move_on(c);
+        if (tries % c->nbases == 0)
+            usleep(ROUND_PAUSE_MS * 1000);
+    }
 }
 
 crater_errno_t crater_client_status_errno(long status)

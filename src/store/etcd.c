@@ -37,6 +37,14 @@
  * endpoint. A read is retried after any transport error; a write only when
  * it never reached etcd (retrying a sent transaction could apply it twice).
  *
+ * Fence (leader election): with crater_store_set_fence() every
+ * transaction, and every batch, starts with one more compare,
+ * mod_revision(leader key) == the revision this craterd created it at; the
+ * failure branch reads it first, so a refusal by the fence is told apart
+ * from a stale compare of the caller's and reported as EUNAVAIL "not the
+ * leader". A revoked fence fails commits in the writer without a request
+ * and aborts the writer's transfer in flight.
+ *
  * Size: etcd refuses requests over --max-request-bytes (1.5 MiB by
  * default). A transaction whose keys and values exceed it less 8 KiB of
  * framing is refused before sending with ELIMIT naming its largest key.
@@ -104,6 +112,8 @@ typedef struct et {
     bool writer_started;
     CURL *wh; /* the writer's handle */
     _Atomic int64_t rev, compacted;
+    char fence_key[CRATER_STORE_KEY_MAX + 1]; /* set before any commit */
+    _Atomic int64_t fence_rev;                /* 0 none, -1 revoked */
 } et_t;
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -306,6 +316,19 @@ static void handle_put(et_t *e, CURL *h)
     curl_easy_cleanup(h);
 }
 
+/* A revoked fence ends the writer's transfer in flight (libcurl asks this about
+ * once a second while waiting): a leader stepping down does not wait for
+ * a request to an etcd it cannot reach (the outcome is unknown: EUNAVAIL). */
+static int on_progress(
+    void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return atomic_load(&((et_t *)u)->fence_rev) < 0;
+}
+
 /* Sets up h for one POST of body to endpoint ep; the caller frees *hdrs. */
 static void prepare(et_t *e,
                     CURL *h,
@@ -324,6 +347,11 @@ static void prepare(et_t *e,
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (h == e->wh) { /* the writer's: commits and compactions */
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, e);
+    }
     if (e->ca)
         curl_easy_setopt(h, CURLOPT_CAINFO, e->ca);
     if (e->cert)
@@ -889,6 +917,27 @@ static json_t *op_json(et_t *e, const crater__txn_op_t *op)
     return w;
 }
 
+/* The fence's compare and its read in the failure branch, when set. */
+static void add_fence(et_t *e, json_t *cmp, json_t *fail)
+{
+    int64_t fr = atomic_load(&e->fence_rev);
+    crater__txn_op_t f = {.kind = CRATER__TXN_EXPECT,
+                          .key = e->fence_key,
+                          .mod_rev = fr};
+    json_t *rr, *w;
+
+    if (fr <= 0)
+        return;
+    json_array_append_new(cmp, compare_json(e, &f));
+    if (!fail)
+        return;
+    rr = json_object();
+    w = json_object();
+    set_b64(rr, "key", e->prefix, f.key, strlen(f.key));
+    json_object_set_new(w, "request_range", rr);
+    json_array_append_new(fail, w);
+}
+
 static json_t *txn_json(et_t *e, const crater_txn_t *t)
 {
     size_t nc, no;
@@ -896,6 +945,7 @@ static json_t *txn_json(et_t *e, const crater_txn_t *t)
     const crater__txn_op_t *o = crater__txn_ops(t, &no);
     json_t *cmp = json_array(), *ok = json_array(), *fail = json_array();
 
+    add_fence(e, cmp, fail);
     for (size_t i = 0; i < nc; i++) {
         json_t *rr = json_object(), *w = json_object();
         json_array_append_new(cmp, compare_json(e, &c[i]));
@@ -914,17 +964,45 @@ static json_t *txn_json(et_t *e, const crater_txn_t *t)
                      fail);
 }
 
-/* ESTALE naming the first compare the failure branch's reads contradict. */
-static int failed_compare(const crater_txn_t *t,
+static int not_leader(et_t *e, int64_t have, crater_error_t *err)
+{
+    return crater_errorf_field(err,
+                               CRATER_EUNAVAIL,
+                               e->fence_key,
+                               "not the leader: leader key '%s' is at "
+                               "revision %lld, this craterd's is %lld "
+                               "(lease lost or another leader)",
+                               e->fence_key,
+                               (long long)have,
+                               (long long)atomic_load(&e->fence_rev));
+}
+
+/* The mod_revision the i-th read of the failure branch found (0: none). */
+static int64_t read_rev(json_t *rs, size_t i)
+{
+    json_t *rr = json_object_get(json_array_get(rs, i), "response_range");
+    json_t *kv = json_array_get(json_object_get(rr, "kvs"), 0);
+
+    return kv ? jint(kv, "mod_revision") : 0;
+}
+
+/* ESTALE naming the first compare the failure branch's reads contradict;
+ * EUNAVAIL when the fence (read first) is what failed. */
+static int failed_compare(et_t *e,
+                          const crater_txn_t *t,
                           json_t *resp,
                           crater_error_t *err)
 {
-    size_t nc;
+    int64_t fr = atomic_load(&e->fence_rev);
+    size_t nc, off = fr > 0 ? 1 : 0;
     const crater__txn_op_t *c = crater__txn_compares(t, &nc);
     json_t *rs = json_object_get(resp, "responses");
 
+    if (fr < 0 || (off && read_rev(rs, 0) != fr))
+        return not_leader(e, fr < 0 ? 0 : read_rev(rs, 0), err);
     for (size_t i = 0; i < nc; i++) {
-        json_t *rr = json_object_get(json_array_get(rs, i), "response_range");
+        json_t *rr =
+            json_object_get(json_array_get(rs, i + off), "response_range");
         json_t *kv = json_array_get(json_object_get(rr, "kvs"), 0);
         int64_t have = kv ? jint(kv, "mod_revision") : 0;
         if (have != c[i].mod_rev)
@@ -954,9 +1032,12 @@ static const char *lease_key(const crater_txn_t *t)
 
 static int run_txn(et_t *e, crater_txn_t *t, int64_t *rev, crater_error_t *err)
 {
-    json_t *r = call(e, e->wh, "/v3/kv/txn", txn_json(e, t), false, err);
+    json_t *r;
     int rc = 0;
 
+    if (atomic_load(&e->fence_rev) < 0)
+        return not_leader(e, 0, err);
+    r = call(e, e->wh, "/v3/kv/txn", txn_json(e, t), false, err);
     if (!r) {
         if (err->errnum == CRATER_ENOENT && lease_key(t))
             snprintf(err->field, sizeof(err->field), "%s", lease_key(t));
@@ -964,7 +1045,7 @@ static int run_txn(et_t *e, crater_txn_t *t, int64_t *rev, crater_error_t *err)
     }
     *rev = jint(json_object_get(r, "header"), "revision");
     if (!json_is_true(json_object_get(r, "succeeded")))
-        rc = failed_compare(t, r, err);
+        rc = failed_compare(e, t, r, err);
     json_decref(r);
     return rc;
 }
@@ -1083,7 +1164,8 @@ static size_t txn_bytes(et_t *e, const crater_txn_t *t)
 static req_t *take_batch(et_t *e)
 {
     req_t *b = e->head, *r = b;
-    size_t nc, no, cmps = 0, ops = 0, bytes = 0;
+    size_t nc, no, ops = 0, bytes = 0;
+    size_t cmps = atomic_load(&e->fence_rev) > 0 ? 1 : 0;
 
     while (r && r->kind == REQ_TXN) {
         (void)crater__txn_compares(r->txn, &nc);
@@ -1119,6 +1201,14 @@ static void run_batch(et_t *e, req_t *b)
     json_t *cmp = json_array(), *ok = json_array(), *body, *r;
     crater_error_t err;
 
+    if (atomic_load(&e->fence_rev) < 0) { /* each fails on its own */
+        for (req_t *x = b; x; x = x->next)
+            run_req(e, x);
+        json_decref(cmp);
+        json_decref(ok);
+        return;
+    }
+    add_fence(e, cmp, NULL);
     for (req_t *x = b; x; x = x->next) {
         json_t *j = txn_json(e, x->txn);
         json_array_extend(cmp, json_object_get(j, "compare"));
@@ -1391,8 +1481,28 @@ static void et_close(crater_store_t *st)
     et_free(e);
 }
 
+static int et_set_fence(crater_store_t *st,
+                        const char *key,
+                        int64_t mod_rev,
+                        crater_error_t *err)
+{
+    et_t *e = (et_t *)st;
+
+    (void)err;
+    if (mod_rev < 0) {
+        atomic_store(&e->fence_rev, -1);
+        crater_log(LOG_WARNING, "store: fence revoked: writes refused");
+        return 0;
+    }
+    pthread_mutex_lock(&e->lock);
+    snprintf(e->fence_key, sizeof(e->fence_key), "%s", key);
+    pthread_mutex_unlock(&e->lock);
+    atomic_store(&e->fence_rev, mod_rev);
+    return 0;
+}
+
 static const crater__store_ops_t etcd_ops = {
-    .version = 2,
+    .version = 3,
     .close = et_close,
     .get = et_get,
     .list = et_list,
@@ -1408,6 +1518,7 @@ static const crater__store_ops_t etcd_ops = {
     .lease_keepalive = et_lease_keepalive,
     .lease_revoke = et_lease_revoke,
     .expire_leases = et_expire_leases,
+    .set_fence = et_set_fence,
 };
 
 static char *dup_opt(const char *s, bool *oom)

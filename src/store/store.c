@@ -396,3 +396,19 @@ int crater_store_expire_leases(crater_store_t *st,
 {
     return st->ops->expire_leases(st, now_ms, err);
 }
+
+int crater_store_set_fence(crater_store_t *st,
+                           const char *key,
+                           int64_t mod_rev,
+                           crater_error_t *err)
+{
+    if (crater__store_check_key(key, false, err) < 0)
+        return -1;
+    if (st->ops->version < 3 || !st->ops->set_fence)
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "store.backend",
+                                   "this store backend has no fencing "
+                                   "(leader election needs etcd)");
+    return st->ops->set_fence(st, key, mod_rev, err);
+}

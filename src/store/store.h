@@ -250,6 +250,23 @@ int crater_store_expire_leases(crater_store_t *st,
                                int64_t now_ms,
                                crater_error_t *err);
 
+/* Fencing, for leader election (src/daemon/leader.c). Once a fence is set,
+ * every commit of this store also requires key's mod_rev to equal mod_rev
+ * (the leader key this process created with its lease): a process whose
+ * lease expired, or whose key another leader replaced, cannot write even
+ * if it still believes it leads. A commit refused by the fence fails with
+ * CRATER_EUNAVAIL, err->field = key, "not the leader". mod_rev -1 revokes:
+ * every later commit (queued ones included) fails so at once, without a
+ * request, and a commit in flight is abandoned within about a second
+ * (EUNAVAIL: it may or may not have been applied). Set it before the first
+ * commit; revoking is safe from any thread. key is copied. -1 EINVAL for a bad
+ * key or a backend without it (SQLite: one process per store, nothing to
+ * fence). */
+int crater_store_set_fence(crater_store_t *st,
+                           const char *key,
+                           int64_t mod_rev,
+                           crater_error_t *err);
+
 /* ---- For store backends only (src/store/) ---------------------------- */
 
 typedef enum crater__txn_op_kind {
@@ -278,7 +295,7 @@ int crater__store_check_key(const char *key, bool prefix, crater_error_t *err);
 /* Backend operations; crater_store_* are thin wrappers. A backend's store
  * struct starts with a crater_store_t. */
 typedef struct crater__store_ops {
-    int version; /* 2: compact_async and stats */
+    int version; /* 2: compact_async and stats; 3: set_fence */
     void (*close)(crater_store_t *st);
     int (*get)(crater_store_t *,
                const char *,
@@ -320,6 +337,10 @@ typedef struct crater__store_ops {
                            crater_error_t *);
     int (*lease_revoke)(crater_store_t *, int64_t, crater_error_t *);
     int (*expire_leases)(crater_store_t *, int64_t, crater_error_t *);
+    int (*set_fence)(crater_store_t *,
+                     const char *,
+                     int64_t,
+                     crater_error_t *); /* version 3; NULL: none */
 } crater__store_ops_t;
 
 struct crater_store {

@@ -454,6 +454,43 @@ START_TEST(rule_etcd_and_root)
 }
 END_TEST
 
+/* ha.retryPeriod < ha.renewDeadline < ha.leaseDuration, refused at load
+ * naming the field the file sets. */
+START_TEST(rule_ha)
+{
+    crater_config_t c;
+
+    ck_assert_int_eq(crater_config_defaults(&c), 0);
+    ck_assert_int_eq(c.ha.election, CRATER_HA_AUTO);
+    ck_assert_uint_eq(c.ha.lease_ms, 3000);
+    ck_assert_uint_eq(c.ha.renew_deadline_ms, 2000);
+    ck_assert_uint_eq(c.ha.retry_ms, 500);
+    ck_assert_str_eq(c.ha.advertise_url, "none");
+    crater_config_clear(&c);
+    ck_assert_str_eq(decode_bad("ha:\n  renewDeadline: 3s\n", CRATER_ECONFLICT),
+                     "t.yaml:2:3: ha.renewDeadline: renewDeadline (3s) must "
+                     "be shorter than leaseDuration (3s)");
+    ck_assert_str_eq(decode_bad("ha:\n  leaseDuration: 2s\n", CRATER_ECONFLICT),
+                     "t.yaml:2:3: ha.leaseDuration: renewDeadline (2s) must "
+                     "be shorter than leaseDuration (2s)");
+    ck_assert_str_eq(decode_bad("ha:\n  retryPeriod: 2s\n", CRATER_ECONFLICT),
+                     "t.yaml:2:3: ha.retryPeriod: retryPeriod (2s) must be "
+                     "shorter than renewDeadline (2s)");
+    ck_assert_str_eq(decode_bad("ha:\n  leaseDuration: 500ms\n", CRATER_ERANGE),
+                     "t.yaml:2:3: ha.leaseDuration: 500ms is out of range "
+                     "[1s, 1h]");
+    decode_bad("ha:\n  election: on\n", CRATER_EINVAL);
+    decode_ok("ha:\n  leaseDuration: 10s\n  renewDeadline: 6s\n"
+              "  retryPeriod: 1s\n  election: off\n"
+              "  advertiseUrl: http://10.0.0.1:7480\n",
+              &c);
+    ck_assert_int_eq(c.ha.election, CRATER_HA_OFF);
+    ck_assert_uint_eq(c.ha.renew_deadline_ms, 6000);
+    ck_assert_str_eq(c.ha.advertise_url, "http://10.0.0.1:7480");
+    crater_config_clear(&c);
+}
+END_TEST
+
 START_TEST(kb_override_checked)
 {
     crater_error_t err = {0};
@@ -544,7 +581,8 @@ START_TEST(encode_defaults_has_every_key)
 
     ck_assert_int_eq(crater_config_defaults(&a), 0);
     ea = crater_config_encode(&a);
-    ck_assert_uint_eq(json_object_size(ea), 9);
+    ck_assert_uint_eq(json_object_size(ea), 10);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "ha")), 5);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 23);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
@@ -678,6 +716,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, rule_billing_flags);
     tcase_add_test(tc, rule_thresholds);
     tcase_add_test(tc, rule_etcd_and_root);
+    tcase_add_test(tc, rule_ha);
     tcase_add_test(tc, kb_override_checked);
     tcase_add_test(tc, encode_decode_roundtrip);
     tcase_add_test(tc, encode_defaults_has_every_key);

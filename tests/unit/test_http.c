@@ -945,6 +945,107 @@ START_TEST(client_transport_error)
 }
 END_TEST
 
+/* A standby (issue 17): 503 naming the leader, except /plain503 (a 503
+ * that is no standby's: not followed). Counts its requests. */
+static char standby_leader[96];
+static atomic_int standby_hits;
+
+static void h_standby(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&standby_hits, 1);
+    crater_http_json(resp,
+                     503,
+                     json_pack("{s:s, s:s}",
+                               "error",
+                               "not the leader",
+                               "code",
+                               "EUNAVAIL"));
+    if (strcmp(crater_http_path(r), "/plain503") != 0
+        && asprintf(&resp->headers, "X-Crater-Leader: %s", standby_leader) < 0)
+        resp->headers = NULL;
+}
+
+/* A server list: a refused connection and a standby are skipped, the
+ * leader the standby names is used, and stays the server after; a 503
+ * without X-Crater-Leader is returned as it is; a bad URL in the list is
+ * named. */
+START_TEST(client_follows_the_leader)
+{
+    crater_router_t *srt = crater_router_create();
+    crater_http_opts_t o = {.listen = "127.0.0.1:0", .threads = 1};
+    crater_http_server_t *sb;
+    crater_client_t *c;
+    crater_error_t err;
+    char list[256], sbase[64], *body = NULL;
+    long status = 0;
+    json_t *out = NULL;
+    int dead = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t sl = sizeof a;
+
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    ck_assert_int_eq(bind(dead, (struct sockaddr *)&a, sizeof a), 0);
+    getsockname(dead, (struct sockaddr *)&a, &sl); /* bound, not listening */
+    crater_router_fallback(srt, h_standby, NULL);
+    ck_assert_ptr_nonnull(sb = crater_http_start(&o, srt, &err));
+    snprintf(sbase, sizeof sbase, "http://127.0.0.1:%u", crater_http_port(sb));
+    snprintf(standby_leader,
+             sizeof standby_leader,
+             "http://127.0.0.1:%u",
+             crater_http_port(srv));
+    snprintf(list,
+             sizeof list,
+             "http://127.0.0.1:%u,%s,%s/",
+             ntohs(a.sin_port),
+             sbase,
+             standby_leader);
+    ck_assert_ptr_nonnull(c = crater_client_create(list, NULL, &err));
+    ck_assert_int_eq(crater_client_json(c,
+                                        "POST",
+                                        "/api/v1/jobs",
+                                        json_null(),
+                                        &out,
+                                        &err),
+                     0);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "route")),
+                     "submit");
+    json_decref(out);
+    ck_assert_str_eq(crater_client_base(c), standby_leader);
+    ck_assert_uint_eq(crater_client_switches(c), 2);
+    ck_assert_int_eq(atomic_load(&standby_hits), 1);
+    crater_client_destroy(c);
+
+    snprintf(list, sizeof list, "%s,%s", sbase, standby_leader);
+    ck_assert_ptr_nonnull(c = crater_client_create(list, NULL, &err));
+    ck_assert_int_eq(crater_client_request(c,
+                                           "GET",
+                                           "/plain503",
+                                           NULL,
+                                           NULL,
+                                           0,
+                                           &status,
+                                           &body,
+                                           NULL,
+                                           &err),
+                     0);
+    ck_assert_int_eq(status, 503);
+    ck_assert_uint_eq(crater_client_switches(c), 0);
+    free(body);
+    crater_client_destroy(c);
+
+    ck_assert_ptr_null(
+        crater_client_create("http://a:1,ftp://b:2", NULL, &err));
+    ck_assert_int_eq(err.errnum, CRATER_EINVAL);
+    ck_assert_str_eq(err.text,
+                     "bad server URL 'ftp://b:2': expected "
+                     "http://host:port");
+    crater_http_stop(sb);
+    crater_router_destroy(srt);
+    close(dead);
+}
+END_TEST
+
 START_TEST(client_timeout)
 {
     crater_error_t err;
@@ -1223,6 +1324,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, stop_with_pending_request);
     tcase_add_test(tc, stop_with_suspended_client_gone);
     tcase_add_test(tc, slow_clients_do_not_block);
+    tcase_add_test(tc, client_follows_the_leader);
     suite_add_tcase(s, tc);
     return s;
 }

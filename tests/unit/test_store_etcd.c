@@ -22,41 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "etcd_fixture.h"
 #include "store/store.h"
-
-static pid_t etcd_pid, parent_pid;
-static char datadir[64];
-static char client_url[64];
-static char dead_url[64];
-
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t l = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0
-        || getsockname(fd, (struct sockaddr *)&a, &l) < 0)
-        return -1;
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
-static void stop_etcd(void)
-{
-    char cmd[128];
-
-    if (getpid() != parent_pid || etcd_pid <= 0)
-        return;
-    kill(etcd_pid, SIGTERM);
-    waitpid(etcd_pid, NULL, 0);
-    etcd_pid = 0;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", datadir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", datadir);
-}
 
 static crater_store_t *open_prefix(const char *prefix)
 {
@@ -67,68 +34,6 @@ static crater_store_t *open_prefix(const char *prefix)
 
     ck_assert_msg(st != NULL, "open: %s", err.text);
     return st;
-}
-
-/* Starts etcd; 0 when it answers, -1 when it is not installed. */
-static int start_etcd(void)
-{
-    char peer[64], log[96], cluster[80];
-    int cp = free_port(), pp = free_port();
-
-    if (system("command -v etcd >/dev/null 2>&1") != 0)
-        return -1;
-    strcpy(datadir, "/tmp/crater-etcd-XXXXXX");
-    if (!mkdtemp(datadir))
-        return -1;
-    snprintf(client_url, sizeof(client_url), "http://127.0.0.1:%d", cp);
-    snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pp);
-    snprintf(dead_url, sizeof(dead_url), "http://127.0.0.1:%d", free_port());
-    snprintf(log, sizeof(log), "%s/etcd.log", datadir);
-    snprintf(cluster, sizeof(cluster), "t=%s", peer);
-    parent_pid = getpid();
-    if ((etcd_pid = fork()) == 0) {
-        if (!freopen(log, "w", stderr))
-            _exit(126);
-        execlp("etcd",
-               "etcd",
-               "--data-dir",
-               datadir,
-               "--name",
-               "t",
-               "--listen-client-urls",
-               client_url,
-               "--advertise-client-urls",
-               client_url,
-               "--listen-peer-urls",
-               peer,
-               "--initial-advertise-peer-urls",
-               peer,
-               "--initial-cluster",
-               cluster,
-               (char *)NULL);
-        _exit(127);
-    }
-    atexit(stop_etcd);
-    return 0;
-}
-
-/* Waits (at most 20 s) until a store can be opened on etcd. */
-static int wait_etcd(void)
-{
-    char *eps[] = {client_url, NULL};
-    crater_store_etcd_opts_t o = {.endpoints = eps, .timeout_ms = 1000};
-    crater_error_t err;
-
-    for (int i = 0; i < 200; i++) {
-        crater_store_t *st = crater_store_open_etcd(&o, &err);
-        if (st) {
-            crater_store_close(st);
-            return 0;
-        }
-        usleep(100 * 1000);
-    }
-    fprintf(stderr, "etcd did not answer: %s\n", err.text);
-    return -1;
 }
 
 static int64_t put_lease(crater_store_t *st,
@@ -366,6 +271,77 @@ START_TEST(leases)
 }
 END_TEST
 
+static int fence_rc[8];
+static crater_errno_t fence_errno[8];
+
+static void fence_cb(int rc, int64_t rev, const crater_error_t *err, void *p)
+{
+    (void)rev;
+    fence_rc[(intptr_t)p] = rc;
+    fence_errno[(intptr_t)p] = rc < 0 ? err->errnum : CRATER_OK;
+}
+
+/* A commit with the fence set: EUNAVAIL naming the leader key. */
+static void fenced_commit_fails(crater_store_t *st, const char *key)
+{
+    crater_txn_t *t = crater_txn_create();
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_txn_put(t, key, "x", 1, 0, &err), 0);
+    ck_assert_int_eq(crater_store_commit(st, t, NULL, &err), -1);
+    ck_assert_int_eq(err.errnum, CRATER_EUNAVAIL);
+    ck_assert_str_eq(err.field, "leader");
+    ck_assert_msg(strstr(err.text, "not the leader"), "%s", err.text);
+    crater_txn_destroy(t);
+    check_absent(st, key);
+}
+
+/* Fencing: a craterd that lost its leader key (lease revoked, or another
+ * leader's key in its place) cannot write, also in a group commit and
+ * with its own compares holding; a revoked fence fails at once. */
+START_TEST(fence_deposed_leader_cannot_write)
+{
+    crater_store_t *st = open_prefix("/t12/"), *other = open_prefix("/t12/");
+    crater_txn_t *t = crater_txn_create();
+    int64_t lease = 0, rev = 0;
+    crater_error_t err;
+
+    ck_assert_int_eq(crater_store_lease_grant(st, 30000, 0, &lease, &err), 0);
+    ck_assert_int_eq(crater_txn_expect(t, "leader", 0, &err), 0);
+    ck_assert_int_eq(crater_txn_put(t, "leader", "me", 2, lease, &err), 0);
+    ck_assert_int_eq(crater_store_commit(st, t, &rev, &err), 0);
+    crater_txn_destroy(t);
+    ck_assert_int_eq(crater_store_set_fence(st, "leader", rev, &err), 0);
+    put(st, "a", "1"); /* the leader writes */
+    ck_assert_int_eq(crater_store_lease_revoke(other, lease, &err), 0);
+    fenced_commit_fails(st, "b"); /* lease gone: no key */
+    put(other, "leader", "you");  /* another leader's key */
+    fenced_commit_fails(st, "c");
+    for (intptr_t i = 0; i < 8; i++) { /* a group commit: each refused */
+        char key[8];
+        snprintf(key, sizeof(key), "g%d", (int)i);
+        t = crater_txn_create();
+        ck_assert_int_eq(crater_txn_put(t, key, "v", 1, 0, &err), 0);
+        ck_assert_int_eq(crater_store_commit_async(st,
+                                                   t,
+                                                   fence_cb,
+                                                   (void *)i,
+                                                   &err),
+                         0);
+    }
+    ck_assert_int_eq(crater_store_set_fence(st, "leader", -1, &err), 0);
+    fenced_commit_fails(st, "d");
+    crater_store_close(st);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(fence_rc[i], -1);
+        ck_assert_int_eq(fence_errno[i], CRATER_EUNAVAIL);
+    }
+    check_absent(other, "g0");
+    check_kv(other, "a", "1", rev + 1, rev + 1, 1);
+    crater_store_close(other);
+}
+END_TEST
+
 #define ASYNC_N 50
 static int64_t async_revs[ASYNC_N];
 static atomic_int async_count;
@@ -571,7 +547,8 @@ static Suite *etcd_suite(void)
     tcase_add_test(tc, group_commit_isolates_failures);
     tcase_add_test(tc, request_size_limit);
     tcase_add_test(tc, endpoint_failover);
-    tcase_add_test(tc, auth_user_password);
+    tcase_add_test(tc, fence_deposed_leader_cannot_write);
+    tcase_add_test(tc, auth_user_password); /* last: turns auth on */
     suite_add_tcase(s, tc);
     return s;
 }
