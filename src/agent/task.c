@@ -9,7 +9,7 @@
  * that program is missing (taskexec.h: the same code). The shim leaves
  * the agent's session, closes every descriptor it inherited, forks the
  * task, sends its pid back through a pipe, waits for it and writes its
- * wait status to DATA/tasks/<job>.<attempt>/exit (fsync, rename) before
+ * wait status to DATA/tasks/<job>.<attempt>/exit (written, renamed) before
  * it exits. The agent can therefore die and come back: the task keeps
  * running, its output keeps going to its log files, and the next agent
  * adopts it from its record (taskstate.c) and learns its end from the exit

@@ -6,7 +6,7 @@
  * ignores SIGTERM/SIGINT/SIGHUP, keeps only fd 3 (where it writes the
  * task's pid, and which it keeps open until it exits, so the agent's end
  * of the pipe reports the exit at once), starts the task, waits for it
- * and writes "<wait status> <end time ms>\n" to exit_tmp, fsyncs and
+ * and writes "<wait status> <end time ms>\n" to exit_tmp (no fsync) and
  * renames it to exit_path. The
  * task: its own process group, its pid written into every cgroup.procs
  * path (limited before it runs any code of its own), stdin /dev/null,
