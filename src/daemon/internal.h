@@ -146,6 +146,10 @@ typedef struct djob {
     /* A service's job with `after:` (pipeline.c): the succeeded training
      * job whose output its replicas serve (0: none yet). Stored. */
     uint64_t svc_model;
+    /* A service's job: its rollout as stored (rollout.c writes it, with
+     * the previous version's spec while rolling; NULL: never rolled).
+     * Owned; stored. */
+    json_t *svc_rollout;
     /* Draining (in memory): out of the gateway, stopped once the requests
      * it has in flight are answered (svc_drain: the gateway's backend,
      * referenced; since svc_drain_ms). */
@@ -334,6 +338,11 @@ void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason);
 json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full);
 json_t *job_to_store(crater_daemon_t *d, const djob_t *j);
 djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err);
+/* Decode and validate a stored normalised spec (*spec: caller destroys). */
+int job_spec_from_norm(crater_daemon_t *d,
+                       json_t *norm,
+                       crater_jobspec_t **spec,
+                       crater_error_t *err);
 /* One parsed Job document: the spec and its normalised JSON (owned). */
 typedef struct job_doc {
     crater_jobspec_t *spec;

@@ -869,7 +869,7 @@ static size_t svc_reps(crater_daemon_t *d,
 
     for (size_t i = 0; i < d->njobs && n < max; i++) {
         const djob_t *j = d->jobs[i];
-        if (!rep_of(j, s) || !rep_live(j))
+        if (!rep_of(j, s) || !rep_live(j) || !rollout_plans(s, j))
             continue;
         reps[n++] = (crater__svc_rep_t){.id = j->id,
                                         .role = j->svc_role,
@@ -996,6 +996,7 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
     counts_t c = svc_counts(d, s);
     json_t *actions = json_array();
     size_t n = 0, k = 0;
+    unsigned want, warm;
 
     gw_sync(d, s);
     svc_reap(d, s, now);
@@ -1003,19 +1004,17 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
     svc_decide(d, s, now, &c, &dec);
     if (pipeline_step(d, s)) {
         /* no model to serve yet */
-    } else if (rollout_step(d, s, now, actions)) {
-        /* the plan waits for the rollout */
-    } else if (s->creating
-               == 0) { /* starts still being stored count next tick */
-        n = svc_reps(d, s, reps, JOB_MAX_REPLICAS);
-        k = crater__svc_plan(reps,
-                             n,
-                             dec.desired,
-                             s->warm,
-                             acts,
-                             SVC_MAX_ACTIONS);
-        if (now < s->next_start_ms)
-            k = no_starts(acts, k);
+    } else {
+        /* while rolling, the count applies to the new version (its
+         * replicas are the plan's; old ones beyond it drain) */
+        rollout_step(d, s, now, actions);
+        rollout_split(d, s, dec.desired, now, actions, &want, &warm);
+        if (s->creating == 0) { /* starts being stored count next tick */
+            n = svc_reps(d, s, reps, JOB_MAX_REPLICAS);
+            k = crater__svc_plan(reps, n, want, warm, acts, SVC_MAX_ACTIONS);
+            if (now < s->next_start_ms)
+                k = no_starts(acts, k);
+        }
     }
     for (size_t i = 0; i < k; i++) {
         act(d, s, &acts[i]);
@@ -1132,15 +1131,29 @@ static void *svc_main(void *arg)
     return NULL;
 }
 
+/* The gateway's table (empty; the services are added before it
+ * listens). */
+static int gw_open(crater_daemon_t *d, crater_error_t *err)
+{
+    const char *conf = d->cfg.inference.gateway;
+
+    if (!conf || strcmp(conf, "none") == 0)
+        return 0;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK
+        || !(d->gwt = gw__table_create()))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return 0;
+}
+
 /* An API on port 0 (tests, several daemons on one host) puts the gateway
  * on a free port too; GET /api/v1/services and `crater up` tell which. */
-static int gw_open(crater_daemon_t *d, const char *api, crater_error_t *err)
+static int gw_listen(crater_daemon_t *d, const char *api, crater_error_t *err)
 {
     const char *conf = d->cfg.inference.gateway, *colon;
     gw_opts_t o = {.listen = conf, .threads = 4};
     char any[300];
 
-    if (!conf || strcmp(conf, "none") == 0)
+    if (!d->gwt)
         return 0;
     colon = strrchr(conf, ':');
     if (api && strlen(api) > 2 && !strcmp(api + strlen(api) - 2, ":0")
@@ -1148,9 +1161,6 @@ static int gw_open(crater_daemon_t *d, const char *api, crater_error_t *err)
         snprintf(any, sizeof(any), "%.*s:0", (int)(colon - conf), conf);
         o.listen = any;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK
-        || !(d->gwt = gw__table_create()))
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     if (!(d->gw = gw__start(&o, d->gwt, err)))
         return crater_errorf(err,
                              err->errnum,
@@ -1160,18 +1170,19 @@ static int gw_open(crater_daemon_t *d, const char *api, crater_error_t *err)
     return 0;
 }
 
-int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
+/* The stored services are attached again, and routed by the gateway
+ * before it listens: a request arriving just after a restart is held
+ * for a ready replica, not answered 404 (test_rollout_restart). */
+static void svcs_attach(crater_daemon_t *d)
 {
-    if (gw_open(d, api, err) < 0)
-        return -1;
-    pthread_mutex_lock(&d->mu);
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
         /* a replica running across the restart loaded its model before */
         j->svc_loaded = j->svc_id && job_state_holds(j->state);
         j->svc_reaped = j->svc_id && job_state_final(j->state);
-        if (job_is_service(j) && !job_state_final(j->state))
-            service_attach(d, j);
+        if (job_is_service(j) && !job_state_final(j->state)
+            && service_attach(d, j) == 0)
+            gw_service(d, j);
     }
     for (size_t i = 0; i < d->njobs; i++) { /* replicas of ended services */
         djob_t *j = d->jobs[i];
@@ -1179,7 +1190,17 @@ int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
             && !svc_find(d, j->svc_id))
             job_cancel(d, j, "its service ended");
     }
+}
+
+int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
+{
+    if (gw_open(d, err) < 0)
+        return -1;
+    pthread_mutex_lock(&d->mu);
+    svcs_attach(d);
     pthread_mutex_unlock(&d->mu);
+    if (gw_listen(d, api, err) < 0)
+        return -1;
     if (pthread_create(&d->svc_thread, NULL, svc_main, d) != 0)
         return crater_errorf(err, CRATER_ENOMEM, "cannot start a thread");
     d->svc_started = true;
