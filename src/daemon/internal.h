@@ -140,6 +140,10 @@ typedef struct djob {
     uint32_t svc_index;
     bool svc_ready, svc_in_gw, svc_loaded;
     bool svc_reaped; /* its end was seen by the controller */
+    /* readiness by command (readycmd.c, in memory): its next run, and
+     * a warning about a node craterd cannot run it for was logged */
+    int64_t svc_probe_ms;
+    bool svc_remote_warned;
     /* The spec version it runs (a replica), or serves (a service's job;
      * a rollout raises it). Stored. */
     uint32_t svc_version;
