@@ -14,6 +14,8 @@
 # version never ready (3 -> 4, ready timeout 8 s) with a restart in the
 # middle fails after the restart and the service's spec and version are
 # version 3's again (the previous spec is stored with the rollout).
+# Last, the autoscaler keeps acting during a rollout: load arriving while
+# a service rolls starts replicas of the new version.
 # Requests: 2 clients send requests through craterd's gateway without
 # pause the whole time; every answer is 200, but for what the gateway
 # inside craterd cannot help: connections refused while craterd is down,
@@ -193,6 +195,62 @@ svc | jq -e '.version == 3' >/dev/null && ok || bad "version 3 again: $(show)"
 wait_svc 30 '([.items[] | select(.state != "draining")]
     | length == 2 and all(.version == 3)) and .replicas.ready == 2' \
     && ok || bad "the version-3 replicas stay"
+
+# ---- the autoscaler keeps acting during a rollout ---------------------------
+# "auto": 1 to 3 replicas, target 1 request in flight, each infer 400 ms.
+# While its rollout waits for a slow new replica, 3 clients arrive: the
+# autoscaler's count (3) applies to the new version, so new-version
+# replicas start beside the surge one (before, the plan waited for the
+# rollout), and no replica of the old version starts.
+auto() { # auto FILE TAG LOAD_SECONDS
+    cat >"$1" <<YAML
+name: auto
+workloadType: inference
+command: [sh, -c, 'sleep $3; exec "\$0" -l 127.0.0.1:\$CRATER_SERVICE_PORT -d 400 -t 8 "\$1"', $fake, $mark, $2]
+resources: {cpu: 100m, memory: 32Mi}
+inference: {minReplicas: 1, maxReplicas: 3, warmPoolSize: 0, maxBatchSize: 1,
+  targetConcurrency: 1, stableWindow: 3s, panicWindow: 1s}
+YAML
+}
+asvc() { c describe service auto -o json 2>/dev/null; }
+auto a0.yaml a0 0
+c submit -f a0.yaml >/dev/null || bad "submit auto"
+for _ in $(seq 1 300); do
+    asvc | jq -e '.replicas.ready == 1' >/dev/null 2>&1 && break
+    sleep 0.1
+done
+auto a1.yaml a1 8
+c rollout -f a1.yaml >/dev/null || bad "rollout auto to version 1"
+aload=()
+body='{"inputs":[{"name":"x","shape":[1,1],"datatype":"FP32","data":[1]}]}'
+for i in 1 2 3; do
+    (while [ ! -e "$tmp/astop" ]; do
+        curl -s -o /dev/null --max-time 10 -X POST -d "$body" "$gw/auto/v2/models/m/infer"
+    done) &
+    aload+=($!)
+    loaders+=($!)
+done
+acted=0
+for _ in $(seq 1 300); do
+    s=$(asvc)
+    if jq -e '.rollout.state == "rolling" and ([.items[] | select(.version == 1
+        and .role == "traffic" and .state != "draining")] | length) >= 2' <<<"$s" >/dev/null 2>&1; then
+        acted=1
+        break
+    fi
+    sleep 0.1
+done
+[ "$acted" = 1 ] && ok || bad "new-version replicas start during the rollout: $(asvc | jq -c '{desired, rollout, items: [.items[] | {job, version, role, state}]}')"
+asvc | jq -e '[.items[] | select(.version == 0)] | length <= 1' >/dev/null \
+    && ok || bad "no old-version replica started: $(asvc | jq -c '[.items[] | {job, version}]')"
+asvc | jq -e '.rollout.autoscalePaused == false' >/dev/null && ok || bad "rollout.autoscalePaused false"
+touch "$tmp/astop"
+for p in "${aload[@]}"; do wait "$p"; done
+for _ in $(seq 1 300); do
+    asvc | jq -e '.rollout.state == "done"' >/dev/null 2>&1 && break
+    sleep 0.1
+done
+asvc | jq -e '.rollout.state == "done"' >/dev/null && ok || bad "auto rolled: $(asvc | jq -c .rollout)"
 
 echo "test_rollout_restart: $pass passed, $fail failed"
 [ "$fail" = 0 ]
