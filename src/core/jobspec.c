@@ -78,6 +78,7 @@ void crater_jobspec_destroy(crater_jobspec_t *s)
     free(s->profile);
     crater_strv_free(s->after);
     crater_strv_free(s->command);
+    crater_strv_free(s->inference.ready_cmd);
     free(s->image);
     crater_volumes_free(s->volumes, s->nvolumes);
     free_kv(s->env, s->nenv);

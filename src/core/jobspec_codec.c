@@ -667,6 +667,76 @@ static int f_inf_grace(crater_dec_t *d, json_t *v, void *obj)
     return dec_ms(d, v, &SPEC(obj)->inference.zero_grace_ms);
 }
 
+#define READY_PERIOD_MAX_MS 3600000ull
+
+static int ready_arg(crater_dec_t *d, json_t *el, void *obj, size_t i)
+{
+    char **argv = SPEC(obj)->inference.ready_cmd;
+
+    if (dec_scalar_text(d, el, CRATER_JOB_MAX_ARG_LEN, &argv[i]) < 0)
+        return -1;
+    if (i == 0 && !*argv[0])
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "the program name must not be empty");
+    return 0;
+}
+
+static int f_ready_cmd(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_inference_t *inf = &SPEC(obj)->inference;
+    size_t n = json_array_size(v);
+
+    if (json_is_string(v))
+        return crater_dec_fail(d,
+                               CRATER_ETYPE,
+                               "give a list, not a string: the command runs "
+                               "without a shell, e.g. [test, -e, ready]");
+    if (json_is_array(v) && n == 0)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "empty list; give at least the program to run");
+    if (json_is_array(v) && n <= CRATER_JOB_MAX_ARGS
+        && !(inf->ready_cmd = calloc(n + 1, sizeof(*inf->ready_cmd))))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    return crater_dec_array(d, v, CRATER_JOB_MAX_ARGS, ready_arg, obj);
+}
+
+/* A duration of 1 ms to an hour. */
+static int dec_ready_ms(crater_dec_t *d, json_t *v, uint64_t *out)
+{
+    if (dec_ms(d, v, out) < 0)
+        return -1;
+    if (*out < 1 || *out > READY_PERIOD_MAX_MS)
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "must be 1 ms to 1 h, not %" PRIu64 " ms",
+                               *out);
+    return 0;
+}
+
+static int f_ready_period(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ready_ms(d, v, &SPEC(obj)->inference.ready_period_ms);
+}
+
+static int f_ready_timeout(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ready_ms(d, v, &SPEC(obj)->inference.ready_timeout_ms);
+}
+
+static const crater_dec_field_t readiness_fields[] = {
+    {"command", f_ready_cmd, 1},
+    {"period", f_ready_period, 0},
+    {"timeout", f_ready_timeout, 0},
+    {NULL, NULL, 0},
+};
+
+static int f_inf_ready(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_object(d, v, readiness_fields, obj);
+}
+
 static const crater_dec_field_t inference_fields[] = {
     {"port", f_inf_port, 0},
     {"minReplicas", f_inf_min, 0},
@@ -680,6 +750,7 @@ static const crater_dec_field_t inference_fields[] = {
     {"panicWindow", f_inf_panic, 0},
     {"scaleDownDelay", f_inf_delay, 0},
     {"scaleToZeroGrace", f_inf_grace, 0},
+    {"readiness", f_inf_ready, 0},
     {NULL, NULL, 0},
 };
 
@@ -1430,6 +1501,19 @@ static json_t *enc_resources(const crater_resources_t *r)
     return done(o, rc);
 }
 
+static json_t *enc_readiness(const crater_inference_t *inf)
+{
+    json_t *o = json_object();
+    int rc = o ? 0 : -1;
+
+    rc |= put(o, "command", j_strv(inf->ready_cmd));
+    if (inf->ready_period_ms)
+        rc |= put(o, "period", j_ms(inf->ready_period_ms));
+    if (inf->ready_timeout_ms)
+        rc |= put(o, "timeout", j_ms(inf->ready_timeout_ms));
+    return done(o, rc);
+}
+
 static json_t *enc_inference(const crater_inference_t *inf)
 {
     json_t *o = json_object();
@@ -1453,6 +1537,8 @@ static json_t *enc_inference(const crater_inference_t *inf)
         rc |= put(o, "scaleDownDelay", j_ms(inf->scale_down_delay_ms));
     if (inf->zero_grace_ms)
         rc |= put(o, "scaleToZeroGrace", j_ms(inf->zero_grace_ms));
+    if (inf->ready_cmd)
+        rc |= put(o, "readiness", enc_readiness(inf));
     return done(o, rc);
 }
 

@@ -140,12 +140,20 @@ typedef struct djob {
     uint32_t svc_index;
     bool svc_ready, svc_in_gw, svc_loaded;
     bool svc_reaped; /* its end was seen by the controller */
+    /* readiness by command (readycmd.c, in memory): its next run, and
+     * a warning about a node craterd cannot run it for was logged */
+    int64_t svc_probe_ms;
+    bool svc_remote_warned;
     /* The spec version it runs (a replica), or serves (a service's job;
      * a rollout raises it). Stored. */
     uint32_t svc_version;
     /* A service's job with `after:` (pipeline.c): the succeeded training
      * job whose output its replicas serve (0: none yet). Stored. */
     uint64_t svc_model;
+    /* A service's job: its rollout as stored (rollout.c writes it, with
+     * the previous version's spec while rolling; NULL: never rolled).
+     * Owned; stored. */
+    json_t *svc_rollout;
     /* Draining (in memory): out of the gateway, stopped once the requests
      * it has in flight are answered (svc_drain: the gateway's backend,
      * referenced; since svc_drain_ms). */
@@ -337,6 +345,11 @@ void job_event(djob_t *j, int64_t now, job_state_t to, const char *reason);
 json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full);
 json_t *job_to_store(crater_daemon_t *d, const djob_t *j);
 djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err);
+/* Decode and validate a stored normalised spec (*spec: caller destroys). */
+int job_spec_from_norm(crater_daemon_t *d,
+                       json_t *norm,
+                       crater_jobspec_t **spec,
+                       crater_error_t *err);
 /* One parsed Job document: the spec and its normalised JSON (owned). */
 typedef struct job_doc {
     crater_jobspec_t *spec;

@@ -73,6 +73,7 @@ void job_free(djob_t *j)
     json_decref(j->history);
     json_decref(j->samples);
     json_decref(j->ckpts);
+    json_decref(j->svc_rollout);
     free(j->rep);
     free(j);
 }
@@ -472,6 +473,8 @@ json_t *job_to_store(crater_daemon_t *d, const djob_t *j)
         json_object_set_new(o, "service_version", json_integer(j->svc_version));
     if (o && !j->svc_id && j->svc_model)
         json_object_set_new(o, "service_model", json_integer(j->svc_model));
+    if (o && !j->svc_id && j->svc_rollout)
+        json_object_set(o, "service_rollout", j->svc_rollout);
     return o;
 }
 
@@ -515,10 +518,10 @@ static djob_t *job_new(void)
 }
 
 /* Decode the normalised spec of a stored or submitted job. */
-static int spec_from_norm(crater_daemon_t *d,
-                          json_t *norm,
-                          crater_jobspec_t **spec,
-                          crater_error_t *err)
+int job_spec_from_norm(crater_daemon_t *d,
+                       json_t *norm,
+                       crater_jobspec_t **spec,
+                       crater_error_t *err)
 {
     crater_dec_t dec;
 
@@ -568,6 +571,8 @@ static void load_optional(djob_t *j, json_t *v)
     if (!j->svc_id)
         j->svc_model =
             (uint64_t)json_integer_value(json_object_get(v, "service_model"));
+    if (!j->svc_id && json_is_object(json_object_get(v, "service_rollout")))
+        j->svc_rollout = json_incref(json_object_get(v, "service_rollout"));
 }
 
 /* Its placement (it holds one), else its last one (it held one), and a
@@ -651,8 +656,8 @@ djob_t *job_from_store(crater_daemon_t *d, json_t *v, crater_error_t *err)
     json_decref(j->history);
     j->history = json_incref(hist);
     load_optional(j, v);
-    if (spec_from_norm(d, spec, &j->spec, err) < 0 || job_fill(d, j, err) < 0
-        || load_placement(d, j, v, pl, err) < 0)
+    if (job_spec_from_norm(d, spec, &j->spec, err) < 0
+        || job_fill(d, j, err) < 0 || load_placement(d, j, v, pl, err) < 0)
         goto fail;
     return j;
 fail:

@@ -79,6 +79,7 @@ static void roll_to(crater_daemon_t *d, dservice_t *s, djob_t *svc, djob_t *m)
     }
     s->ro.model = m->id;
     s->ro.prev_model = prev;
+    rollout_save(d, s);
     crater_log(LOG_INFO,
                "service %s: rolling to the model of job %" PRIu64,
                s->name,

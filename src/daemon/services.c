@@ -47,6 +47,7 @@
 
 #include "crater/log.h"
 #include "crater/metrics.h"
+#include "daemon/readycmd.h"
 #include "gateway/gateway.h"
 #include "sched/svcplan.h"
 
@@ -640,6 +641,7 @@ typedef struct probe {
     uint64_t job;
     uint32_t attempt;
     char url[GW_URL_MAX + 32];
+    ready_cmd_t *cmd; /* inference.readiness: run it, not GET url */
     bool ok;
 } probe_t;
 
@@ -667,17 +669,77 @@ static bool probe_one(const char *url)
     return code == 200;
 }
 
-/* The running replicas to probe (*out: malloc'd; caller frees). */
+/* Is the replica's node craterd's own host (its agent registered from
+ * a loopback address)? Readiness commands run only there (readycmd.c). */
+static bool rep_local(crater_daemon_t *d, const djob_t *j)
+{
+    dnode_t *node = node_by_sid(d, j->pl.node);
+    const char *a = node ? node->addr : NULL;
+
+    return a
+           && (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0
+               || strcmp(a, "localhost") == 0);
+}
+
+/* j's readiness command (inf: its service's inference section; a
+ * rollout cannot change it), due now: a copy to run (NULL: not due, not
+ * runnable here, or ENOMEM; *skip: keep its readiness as it is). */
+static ready_cmd_t *probe_cmd(crater_daemon_t *d,
+                              djob_t *j,
+                              const crater_inference_t *inf,
+                              int64_t now,
+                              bool *skip)
+{
+    dnode_t *node = node_by_sid(d, j->pl.node);
+
+    *skip = true;
+    if (!rep_local(d, j)) {
+        if (!j->svc_remote_warned)
+            crater_log(LOG_WARNING,
+                       "replica %" PRIu64 ": its readiness command cannot "
+                       "run on node %s (craterd runs them only for nodes "
+                       "on its host): never ready",
+                       j->id,
+                       node ? node->name : "?");
+        j->svc_remote_warned = true;
+        j->svc_ready = false;
+        return NULL;
+    }
+    if (now < j->svc_probe_ms)
+        return NULL;
+    j->svc_probe_ms = now
+                      + (inf->ready_period_ms ? (int64_t)inf->ready_period_ms
+                                              : READY_CMD_PERIOD_MS);
+    ready_cmd_spec_t rs = {.argv = inf->ready_cmd,
+                           .env = j->spec->env,
+                           .nenv = j->spec->nenv,
+                           .cwd = j->spec->workdir,
+                           .port = j->master_port,
+                           .host = node->addr,
+                           .timeout_ms = (int64_t)inf->ready_timeout_ms};
+    *skip = false;
+    return ready_cmd_create(&rs);
+}
+
+/* The running replicas to probe (*out: malloc'd; caller frees it and
+ * each cmd). */
 static size_t probes_list(crater_daemon_t *d, probe_t **out)
 {
     size_t n = 0;
     probe_t *p = calloc(d->njobs ? d->njobs : 1, sizeof(*p));
     char url[GW_URL_MAX];
+    int64_t now = dnow_ms();
+    bool skip;
 
     for (size_t i = 0; p && i < d->njobs; i++) {
-        djob_t *j = d->jobs[i];
+        djob_t *j = d->jobs[i], *svc;
         if (!j->svc_id || j->state != JS_RUNNING
-            || rep_url(d, j, url, sizeof(url)) < 0)
+            || rep_url(d, j, url, sizeof(url)) < 0
+            || !(svc = job_find(d, j->svc_id)))
+            continue;
+        if (svc->spec->inference.ready_cmd
+            && (!(p[n].cmd = probe_cmd(d, j, &svc->spec->inference, now, &skip))
+                || skip))
             continue;
         p[n].job = j->id;
         p[n].attempt = j->attempts;
@@ -869,7 +931,7 @@ static size_t svc_reps(crater_daemon_t *d,
 
     for (size_t i = 0; i < d->njobs && n < max; i++) {
         const djob_t *j = d->jobs[i];
-        if (!rep_of(j, s) || !rep_live(j))
+        if (!rep_of(j, s) || !rep_live(j) || !rollout_plans(s, j))
             continue;
         reps[n++] = (crater__svc_rep_t){.id = j->id,
                                         .role = j->svc_role,
@@ -996,6 +1058,7 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
     counts_t c = svc_counts(d, s);
     json_t *actions = json_array();
     size_t n = 0, k = 0;
+    unsigned want, warm;
 
     gw_sync(d, s);
     svc_reap(d, s, now);
@@ -1003,19 +1066,17 @@ static void svc_step(crater_daemon_t *d, dservice_t *s, int64_t now)
     svc_decide(d, s, now, &c, &dec);
     if (pipeline_step(d, s)) {
         /* no model to serve yet */
-    } else if (rollout_step(d, s, now, actions)) {
-        /* the plan waits for the rollout */
-    } else if (s->creating
-               == 0) { /* starts still being stored count next tick */
-        n = svc_reps(d, s, reps, JOB_MAX_REPLICAS);
-        k = crater__svc_plan(reps,
-                             n,
-                             dec.desired,
-                             s->warm,
-                             acts,
-                             SVC_MAX_ACTIONS);
-        if (now < s->next_start_ms)
-            k = no_starts(acts, k);
+    } else {
+        /* while rolling, the count applies to the new version (its
+         * replicas are the plan's; old ones beyond it drain) */
+        rollout_step(d, s, now, actions);
+        rollout_split(d, s, dec.desired, now, actions, &want, &warm);
+        if (s->creating == 0) { /* starts being stored count next tick */
+            n = svc_reps(d, s, reps, JOB_MAX_REPLICAS);
+            k = crater__svc_plan(reps, n, want, warm, acts, SVC_MAX_ACTIONS);
+            if (now < s->next_start_ms)
+                k = no_starts(acts, k);
+        }
     }
     for (size_t i = 0; i < k; i++) {
         act(d, s, &acts[i]);
@@ -1102,8 +1163,10 @@ static void svc_round(crater_daemon_t *d)
     size_t n = probes_list(d, &p);
 
     pthread_mutex_unlock(&d->mu);
-    for (size_t i = 0; i < n; i++)
-        p[i].ok = probe_one(p[i].url);
+    for (size_t i = 0; i < n; i++) {
+        p[i].ok = p[i].cmd ? ready_cmd_run(p[i].cmd) : probe_one(p[i].url);
+        ready_cmd_destroy(p[i].cmd);
+    }
     pthread_mutex_lock(&d->mu);
     if (!d->stopping) {
         int64_t now = dnow_ms();
@@ -1132,15 +1195,29 @@ static void *svc_main(void *arg)
     return NULL;
 }
 
+/* The gateway's table (empty; the services are added before it
+ * listens). */
+static int gw_open(crater_daemon_t *d, crater_error_t *err)
+{
+    const char *conf = d->cfg.inference.gateway;
+
+    if (!conf || strcmp(conf, "none") == 0)
+        return 0;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK
+        || !(d->gwt = gw__table_create()))
+        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
+    return 0;
+}
+
 /* An API on port 0 (tests, several daemons on one host) puts the gateway
  * on a free port too; GET /api/v1/services and `crater up` tell which. */
-static int gw_open(crater_daemon_t *d, const char *api, crater_error_t *err)
+static int gw_listen(crater_daemon_t *d, const char *api, crater_error_t *err)
 {
     const char *conf = d->cfg.inference.gateway, *colon;
     gw_opts_t o = {.listen = conf, .threads = 4};
     char any[300];
 
-    if (!conf || strcmp(conf, "none") == 0)
+    if (!d->gwt)
         return 0;
     colon = strrchr(conf, ':');
     if (api && strlen(api) > 2 && !strcmp(api + strlen(api) - 2, ":0")
@@ -1148,9 +1225,6 @@ static int gw_open(crater_daemon_t *d, const char *api, crater_error_t *err)
         snprintf(any, sizeof(any), "%.*s:0", (int)(colon - conf), conf);
         o.listen = any;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK
-        || !(d->gwt = gw__table_create()))
-        return crater_errorf(err, CRATER_ENOMEM, "out of memory");
     if (!(d->gw = gw__start(&o, d->gwt, err)))
         return crater_errorf(err,
                              err->errnum,
@@ -1160,18 +1234,19 @@ static int gw_open(crater_daemon_t *d, const char *api, crater_error_t *err)
     return 0;
 }
 
-int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
+/* The stored services are attached again, and routed by the gateway
+ * before it listens: a request arriving just after a restart is held
+ * for a ready replica, not answered 404 (test_rollout_restart). */
+static void svcs_attach(crater_daemon_t *d)
 {
-    if (gw_open(d, api, err) < 0)
-        return -1;
-    pthread_mutex_lock(&d->mu);
     for (size_t i = 0; i < d->njobs; i++) {
         djob_t *j = d->jobs[i];
         /* a replica running across the restart loaded its model before */
         j->svc_loaded = j->svc_id && job_state_holds(j->state);
         j->svc_reaped = j->svc_id && job_state_final(j->state);
-        if (job_is_service(j) && !job_state_final(j->state))
-            service_attach(d, j);
+        if (job_is_service(j) && !job_state_final(j->state)
+            && service_attach(d, j) == 0)
+            gw_service(d, j);
     }
     for (size_t i = 0; i < d->njobs; i++) { /* replicas of ended services */
         djob_t *j = d->jobs[i];
@@ -1179,7 +1254,17 @@ int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
             && !svc_find(d, j->svc_id))
             job_cancel(d, j, "its service ended");
     }
+}
+
+int services_start(crater_daemon_t *d, const char *api, crater_error_t *err)
+{
+    if (gw_open(d, err) < 0)
+        return -1;
+    pthread_mutex_lock(&d->mu);
+    svcs_attach(d);
     pthread_mutex_unlock(&d->mu);
+    if (gw_listen(d, api, err) < 0)
+        return -1;
     if (pthread_create(&d->svc_thread, NULL, svc_main, d) != 0)
         return crater_errorf(err, CRATER_ENOMEM, "cannot start a thread");
     d->svc_started = true;

@@ -104,9 +104,27 @@ bool rollout_step(crater_daemon_t *d,
                   json_t *actions);
 /* Replica j of s ended before it was ever ready. */
 void rollout_crash(dservice_t *s, const djob_t *j);
-/* After a restart: replicas of other versions than the job's resume. */
+/* After a restart: the stored rollout is s's again (a rolling one goes
+ * on); a record without one, with replicas of other versions than the
+ * job's in traffic, resumes a rollout from what is known (no old spec). */
 void rollout_resume(crater_daemon_t *d, dservice_t *s);
+/* Store s's rollout with its service job (the job's record is written). */
+void rollout_save(crater_daemon_t *d, dservice_t *s);
 json_t *rollout_json(const dservice_t *s);
+/* Is replica j one the plan handles (while rolling: the new version's,
+ * the surge replica apart; else all)? */
+bool rollout_plans(const dservice_t *s, const djob_t *j);
+/* While rolling, the autoscaler's count `desired` applies to the new
+ * version: old replicas in traffic beyond it are drained now (logged in
+ * actions), and *want, *warm are the plan's counts for the replicas
+ * rollout_plans() admits. Not rolling: desired and the pool's size. */
+void rollout_split(crater_daemon_t *d,
+                   dservice_t *s,
+                   unsigned desired,
+                   int64_t now,
+                   json_t *actions,
+                   unsigned *want,
+                   unsigned *warm);
 
 /* ---- pipeline.c ---- */
 

@@ -20,6 +20,20 @@
  * batch (inputs with different first dimensions, no batch dimension) is
  * proxied alone, as it came.
  *
+ * Settling after a batch (issue 15, bench B9). When a batch of a service
+ * is answered, its groups that were due but waiting for a busy backend
+ * wait one more batchTimeout from that moment before a partial batch is
+ * sent (a full one goes at once). Why: under
+ * load the callers of the batch just answered send their next requests
+ * within milliseconds; without the wait, the requests that came in while
+ * the batch ran (due long ago) went out alone as a small batch the
+ * moment the backend freed, and the callers just answered then waited
+ * for that small batch and their own: batches alternated big and small
+ * and p99 was about two batch times. With it they join one batch. The
+ * cost: a partial batch waiting for a busy backend waits up to
+ * batchTimeout more once it frees (at most the bound batchTimeout +
+ * one batch's service time promises for a request that finds it idle).
+ *
  * Limits. Each service counts its accepted, unanswered requests; past
  * queue_max a request is answered 429 with Retry-After at once. Each
  * request has a deadline (timeout_ms after arrival): waiting or in flight,
@@ -75,8 +89,9 @@ typedef struct call {
 
 typedef struct group {
     gw_service_t *svc;
-    bool blocked; /* due, but every ready backend is busy */
-    char *key;    /* owned copy */
+    bool blocked;      /* due, but every ready backend is busy */
+    int64_t settle_us; /* a partial batch waits until then (settling) */
+    char *key;         /* owned copy */
     call_t *head, *tail;
     int64_t rows;
     struct group *next;
@@ -595,11 +610,30 @@ static int send_batch(gw_t *g, group_t *gr)
     return 0;
 }
 
+/* When the group's partial batch may go: its oldest request has waited
+ * batchTimeout, and the settling after the service's last batch is over. */
+static int64_t send_at(const group_t *gr)
+{
+    int64_t t = gr->head->arrive_us + gr->svc->batch_timeout_us;
+
+    return t > gr->settle_us ? t : gr->settle_us;
+}
+
 static bool due(const group_t *gr, int64_t now)
 {
     return gr->head != NULL
-           && (gr->rows >= (int64_t)gr->svc->max_batch
-               || now - gr->head->arrive_us >= gr->svc->batch_timeout_us);
+           && (gr->rows >= (int64_t)gr->svc->max_batch || now >= send_at(gr));
+}
+
+/* A batch of svc was answered: its groups that were waiting for a
+ * backend settle (above). Only those: a group not yet due whose send
+ * time moved at each answer of a busy service's many backends could
+ * wait without end; a blocked one settles once per wait. */
+static void groups_settle(gw_t *g, const gw_service_t *svc, int64_t now)
+{
+    for (group_t *gr = g->groups; gr != NULL; gr = gr->next)
+        if (gr->svc == svc && gr->blocked)
+            gr->settle_us = now + svc->batch_timeout_us;
 }
 
 /* No ready backend: hold the group's requests (false: the service does
@@ -758,13 +792,17 @@ static void finish(gw_t *g, xfer_t *x, CURLcode rc)
     } else {
         finish_batch(g, x, status);
     }
+    if (x->batch)
+        groups_settle(g, x->svc, now_us());
     gw__table_done(g->t, x->be);
 }
 
-static void reap(gw_t *g)
+/* Finish the transfers that are done; how many batches were. */
+static size_t reap(gw_t *g)
 {
     CURLMsg *msg;
     int left;
+    size_t batches = 0;
 
     while ((msg = curl_multi_info_read(g->multi, &left)) != NULL) {
         xfer_t *x = NULL;
@@ -772,9 +810,11 @@ static void reap(gw_t *g)
             continue;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         xfer_unlink(g, x);
+        batches += x->batch;
         finish(g, x, msg->data.result);
         xfer_free(g, x);
     }
+    return batches;
 }
 
 /* ---- deadlines ------------------------------------------------------ */
@@ -822,9 +862,8 @@ static int64_t expire(gw_t *g, int64_t now)
             next = gr->head->held_until_us;
         else if (gr->head->deadline_us < next)
             next = gr->head->deadline_us;
-        if (!gr->blocked
-            && gr->head->arrive_us + gr->svc->batch_timeout_us < next)
-            next = gr->head->arrive_us + gr->svc->batch_timeout_us;
+        if (!gr->blocked && send_at(gr) < next)
+            next = send_at(gr);
     }
     for (xfer_t *x = g->xfers; x != NULL; x = x->next)
         for (size_t i = 0; i < x->n; i++) {
@@ -960,6 +999,7 @@ static void *loop_main(void *arg)
     while (!stop) {
         int64_t now, next;
         int running, wait_ms;
+        size_t freed;
         take_calls(g, take_inbox(g, &stop), stop);
         now = now_us();
         g->holding = false;
@@ -970,9 +1010,11 @@ static void *loop_main(void *arg)
         }
         flush_groups(g, now);
         curl_multi_perform(g->multi, &running);
-        reap(g);
+        freed = reap(g);
         now = now_us();
         next = expire(g, now);
+        if (freed) /* a backend has room: flush the blocked groups now */
+            next = now;
         if (g->next_probe_us < next)
             next = g->next_probe_us;
         wait_ms = next <= now ? 0 : (int)((next - now + 999) / 1000);

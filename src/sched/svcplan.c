@@ -133,6 +133,27 @@ size_t crater__svc_plan(const crater__svc_rep_t *reps,
     return k;
 }
 
+static unsigned umin(unsigned a, unsigned b)
+{
+    return a < b ? a : b;
+}
+
+crater__svc_split_t crater__svc_roll_split(const crater__svc_roll_in_t *in)
+{
+    unsigned total = in->old_traffic + in->new_traffic, old = in->old_traffic;
+    unsigned excess = total > in->desired ? total - in->desired : 0;
+    unsigned unready = in->old_traffic - umin(in->old_ready, old);
+    unsigned spare = in->ready > in->desired ? in->ready - in->desired : 0;
+    crater__svc_split_t r = {0};
+
+    r.retire_old = umin(excess, unready);
+    r.retire_old += umin(excess - r.retire_old, umin(spare, in->old_ready));
+    old -= r.retire_old;
+    r.desired_new = in->desired > old ? in->desired - old : 0;
+    r.warm_new = in->warm > in->old_warm ? in->warm - in->old_warm : 0;
+    return r;
+}
+
 const char *crater__svc_op_name(crater__svc_op_t op)
 {
     switch (op) {

@@ -64,6 +64,37 @@ size_t crater__svc_plan(const crater__svc_rep_t *reps,
                         crater__svc_action_t *out,
                         size_t max);
 
+/* During a rollout (maxSurge 1, maxUnavailable 0: src/daemon/rollout.c)
+ * the autoscaler keeps acting: its count applies to the new version, the
+ * old versions drain. What the caller does with one decision: */
+typedef struct crater__svc_split {
+    unsigned retire_old;  /* old replicas in traffic to drain now (the
+                             caller picks: not ready first, then oldest) */
+    unsigned desired_new; /* crater__svc_plan's count for the new
+                             version's replicas in traffic (the surge
+                             replica waited for apart) */
+    unsigned warm_new;    /* and its warm pool (old warm ones fill it
+                             until the rollout ends) */
+} crater__svc_split_t;
+
+/* What the caller counts (live replicas only). */
+typedef struct crater__svc_roll_in {
+    unsigned desired;     /* the autoscaler's count */
+    unsigned old_traffic; /* replicas of older versions in traffic */
+    unsigned old_ready;   /* of those, ready */
+    unsigned new_traffic; /* of the new version in traffic, surge apart */
+    unsigned ready;       /* every ready replica in traffic (surge too) */
+    unsigned warm;        /* the warm pool's size */
+    unsigned old_warm;    /* old replicas in the warm pool */
+} crater__svc_roll_in_t;
+
+/* Beyond desired, old replicas go first (the new version is what the
+ * service is moving to), the ones not ready first, and a ready one only
+ * while the ready replicas in traffic stay at least desired
+ * (maxUnavailable 0 holds through a scale-down too); short of desired,
+ * new-version replicas start. */
+crater__svc_split_t crater__svc_roll_split(const crater__svc_roll_in_t *in);
+
 /* A name for an action ("start-traffic", "promote", ...). */
 const char *crater__svc_op_name(crater__svc_op_t op);
 

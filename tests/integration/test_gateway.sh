@@ -186,6 +186,33 @@ done
 [ "$(metric "$gw2" 'crater_gateway_requests_total{service="s",code="429"}')" = 1 ] \
     && ok "429 counted" || fail "429 not counted"
 
+# --- settling after a batch (inference.md, B9) ----------------------------
+# A serial backend taking 1 s, batches of 8 after 300 ms: A goes alone at
+# 300 ms; B, sent meanwhile, is due at ~600 ms and waits for the backend;
+# C is sent the moment A is answered (~1.3 s). B does not go alone the
+# moment the backend frees: it waits a batchTimeout more, and C joins it.
+start ser "$FAKE_V2_BIN" -s -d 1000
+ser=http://127.0.0.1:$port
+start gw3 "$GATEWAY_BIN" --listen 127.0.0.1:0 --health 100 --service z="$ser" \
+    --batch z=8:300ms
+gw3=http://127.0.0.1:$port
+until_ 10 '[ "$(metric "$gw3" "crater_gateway_backends_ready{service=\"z\"}")" = 1 ]'
+one='{"inputs":[{"name":"x","datatype":"INT32","shape":[1,1],"data":[1]}]}'
+zinfer() { curl -s -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
+    --data-binary "$one" "$gw3/z/v2/models/r/infer"; }
+(zinfer; zinfer) >"$tmp/ac" &
+ac=$!
+until_ 10 '[ "$(metric "$gw3" "crater_gateway_batch_size_count{service=\"z\"}")" = 1 ]' \
+    || fail "A was not sent"
+zinfer >"$tmp/b" &
+bpid=$!
+wait $ac $bpid
+stats=$(curl -s "$ser/fake/stats")
+[ "$(cat "$tmp/ac" "$tmp/b" | grep -c 200)" = 3 ] \
+    && [ "$(jq .requests <<<"$stats")" = 2 ] && [ "$(jq .max_rows <<<"$stats")" = 2 ] \
+    && ok "the batch waiting for a busy backend settles: B and C in one batch" \
+    || fail "settling: $(cat "$tmp/ac" "$tmp/b" | tr '\n' ' ') $stats"
+
 # a clean stop, and no sanitizer report in any process's output
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 for p in "${pids[@]}"; do wait "$p" || fail "process $p exited with $?"; done

@@ -198,6 +198,11 @@ static const char *inf_diff(const crater_inference_t *a,
     DIFF(a->scale_down_delay_ms == b->scale_down_delay_ms,
          "inference.scaleDownDelay");
     DIFF(a->zero_grace_ms == b->zero_grace_ms, "inference.scaleToZeroGrace");
+    DIFF(strv_eq(a->ready_cmd, b->ready_cmd), "inference.readiness.command");
+    DIFF(a->ready_period_ms == b->ready_period_ms,
+         "inference.readiness.period");
+    DIFF(a->ready_timeout_ms == b->ready_timeout_ms,
+         "inference.readiness.timeout");
     return NULL;
 }
 
@@ -1754,6 +1759,43 @@ START_TEST(test_inference_autoscale_fields)
 }
 END_TEST
 
+/* Issue 15: inference.readiness (a command instead of the HTTP probe):
+ * decoded, round trip, refused naming the field. */
+START_TEST(test_inference_readiness)
+{
+    crater_jobspec_t *s = decode_ok("inference:\n"
+                                    "  readiness:\n"
+                                    "    command: [test, -e, /tmp/ready]\n"
+                                    "    period: 250ms\n"
+                                    "    timeout: 2s\n");
+
+    ck_assert_str_eq(s->inference.ready_cmd[0], "test");
+    ck_assert_str_eq(s->inference.ready_cmd[2], "/tmp/ready");
+    ck_assert_ptr_null(s->inference.ready_cmd[3]);
+    ck_assert_uint_eq(s->inference.ready_period_ms, 250);
+    ck_assert_uint_eq(s->inference.ready_timeout_ms, 2000);
+    check_round_trip(s);
+    crater_jobspec_destroy(s);
+    s = decode_ok("inference: {readiness: {command: [true]}}\n");
+    ck_assert_uint_eq(s->inference.ready_period_ms, 0); /* the default */
+    check_round_trip(s);
+    crater_jobspec_destroy(s);
+    decode_fails("inference: {readiness: {command: 'test -e x'}}",
+                 CRATER_ETYPE,
+                 "t.yaml:1:25: inference.readiness.command: give a list, not "
+                 "a string: the command runs without a shell, e.g. [test, -e, "
+                 "ready]");
+    decode_fails("inference: {readiness: {command: []}}",
+                 CRATER_EINVAL,
+                 "t.yaml:1:25: inference.readiness.command: empty list; give "
+                 "at least the program to run");
+    decode_fails("inference: {readiness: {command: [true], period: 0s}}",
+                 CRATER_EINVAL,
+                 "t.yaml:1:42: inference.readiness.period: must be 1 ms to 1 "
+                 "h, not 0 ms");
+}
+END_TEST
+
 /* Issue 14: restartPolicy and backoffLimit (defaults, round trip, the
  * Never + backoffLimit conflict, range) and checkpoint.dir's form. */
 START_TEST(test_restart_policy)
@@ -1924,6 +1966,7 @@ static Suite *jobspec_suite(void)
     tcase_add_test(tc, test_round_trip_edges);
     tcase_add_test(tc, test_restart_policy);
     tcase_add_test(tc, test_inference_autoscale_fields);
+    tcase_add_test(tc, test_inference_readiness);
     suite_add_tcase(s, tc);
     return s;
 }

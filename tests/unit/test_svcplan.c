@@ -4,7 +4,8 @@
  * ready, then newest; a ready one refills a short pool), the action cap,
  * and a randomised check that applying a plan always reaches exactly the
  * desired traffic and warm counts without a cold start while a warm
- * replica was left unpromoted. */
+ * replica was left unpromoted; the split of the autoscaler's count during
+ * a rollout (old replicas drain first, new ones start). */
 #include <check.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -191,6 +192,114 @@ START_TEST(random_plans_reach_the_counts)
 }
 END_TEST
 
+static void split_is(crater__svc_split_t r,
+                     unsigned retire,
+                     unsigned want,
+                     unsigned warm)
+{
+    ck_assert_uint_eq(r.retire_old, retire);
+    ck_assert_uint_eq(r.desired_new, want);
+    ck_assert_uint_eq(r.warm_new, warm);
+}
+
+/* split(desired, old, old ready, new, ready in traffic, warm, old warm) */
+static crater__svc_split_t split(unsigned d,
+                                 unsigned o,
+                                 unsigned oready,
+                                 unsigned n,
+                                 unsigned ready,
+                                 unsigned warm,
+                                 unsigned owarm)
+{
+    crater__svc_roll_in_t in = {d, o, oready, n, ready, warm, owarm};
+
+    return crater__svc_roll_split(&in);
+}
+
+START_TEST(rollout_split_steady)
+{
+    /* 2 old, nothing new yet: the new version's plan wants none (the
+     * rollout's surge replica moves them one at a time) */
+    split_is(split(2, 2, 2, 0, 2, 0, 0), 0, 0, 0);
+    /* half-way: 1 old, 1 new */
+    split_is(split(2, 1, 1, 1, 2, 0, 0), 0, 1, 0);
+    /* done: no old one left, the plan owns them all */
+    split_is(split(2, 0, 0, 2, 2, 1, 0), 0, 2, 1);
+}
+END_TEST
+
+START_TEST(rollout_split_scale_up_starts_new)
+{
+    /* load rises to 4 while 2 old and 1 new serve: 1 more of the new
+     * version, no old one started */
+    split_is(split(4, 2, 2, 1, 3, 0, 0), 0, 2, 0);
+    split_is(split(5, 2, 2, 0, 2, 0, 0), 0, 3, 0);
+}
+END_TEST
+
+START_TEST(rollout_split_scale_down_drains_old_first)
+{
+    /* load falls to 1 with 2 old and 1 new, all ready: both old drain */
+    split_is(split(1, 2, 2, 1, 3, 0, 0), 2, 1, 0);
+    /* to 2: one old drains */
+    split_is(split(2, 2, 2, 1, 3, 0, 0), 1, 1, 0);
+    /* to 0: everything goes */
+    split_is(split(0, 3, 3, 2, 5, 0, 0), 3, 0, 0);
+    /* fewer old than the excess: the rest falls on the new ones */
+    split_is(split(1, 1, 1, 3, 4, 0, 0), 1, 1, 0);
+}
+END_TEST
+
+START_TEST(rollout_split_keeps_ready)
+{
+    /* 1 old ready, 2 new not ready (one started before a restart), the
+     * count 2: the old one stays (the ready ones would drop to 1); the
+     * plan keeps 1 new one */
+    split_is(split(2, 1, 1, 2, 1, 0, 0), 0, 1, 0);
+    /* an old one not ready goes before a ready one */
+    split_is(split(2, 2, 1, 1, 2, 0, 0), 1, 1, 0);
+    /* the count falls to 1, nothing new ready: one old ready may go */
+    split_is(split(1, 2, 2, 1, 2, 0, 0), 1, 0, 0);
+}
+END_TEST
+
+START_TEST(rollout_split_warm_pool)
+{
+    /* old warm replicas fill the pool until the rollout ends */
+    split_is(split(2, 2, 2, 0, 2, 2, 1), 0, 0, 1);
+    split_is(split(2, 2, 2, 0, 2, 1, 3), 0, 0, 0);
+}
+END_TEST
+
+/* Random counts: the ready replicas in traffic never fall below the
+ * count (or below what they were), no old replica goes while the count is
+ * short, and what stays of the old ones plus the new version's count is
+ * at least the count. */
+START_TEST(rollout_split_random)
+{
+    srand(7);
+    for (int i = 0; i < 20000; i++) {
+        unsigned d = (unsigned)rand() % 20, o = (unsigned)rand() % 20;
+        unsigned n = (unsigned)rand() % 20;
+        unsigned oready = (unsigned)rand() % (o + 1);
+        /* the new ones ready, and the surge replica perhaps */
+        unsigned ready = oready + (unsigned)rand() % (n + 2);
+        crater__svc_split_t r = split(d, o, oready, n, ready, 0, 0);
+        unsigned unready = o - oready, kept = o - r.retire_old;
+        unsigned ready_gone =
+            r.retire_old > unready ? r.retire_old - unready : 0;
+        ck_assert_uint_le(r.retire_old, o);
+        if (o + n <= d)
+            ck_assert_uint_eq(r.retire_old, 0);
+        if (ready_gone)
+            ck_assert_uint_ge(ready - ready_gone, d);
+        ck_assert_uint_ge(kept + r.desired_new, d);
+        if (kept <= d)
+            ck_assert_uint_eq(kept + r.desired_new, d);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("svcplan");
@@ -206,6 +315,12 @@ int main(void)
     tcase_add_test(tc, warm_pool_trimmed_starting_first);
     tcase_add_test(tc, steady_state_and_cap);
     tcase_add_test(tc, random_plans_reach_the_counts);
+    tcase_add_test(tc, rollout_split_steady);
+    tcase_add_test(tc, rollout_split_scale_up_starts_new);
+    tcase_add_test(tc, rollout_split_scale_down_drains_old_first);
+    tcase_add_test(tc, rollout_split_keeps_ready);
+    tcase_add_test(tc, rollout_split_warm_pool);
+    tcase_add_test(tc, rollout_split_random);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
