@@ -49,6 +49,7 @@
 #define KEY_TENANTS "/crater/tenants/"
 #define KEY_PROFILES "/crater/profiles/"
 #define KEY_QUARANTINE "/crater/quarantine" /* + the key of a bad row */
+#define KEY_K8S "/crater/k8s/pods/"         /* + a bound pod's UID (k8s.c) */
 
 #define JOB_MAX_SAMPLES 720
 
@@ -758,6 +759,12 @@ int api_typical_routes(crater_daemon_t *d, crater_error_t *err);
 /* ---- k8s.c, k8s_pod.c ------------------------------------------------------
  *
  * The kube-scheduler extender (doc/kubernetes.md). */
+/* A stored binding (KEY_K8S + uid) charged to the core again at start
+ * (persist_load, after the nodes); -1 with err for a malformed record. */
+int k8s_load_binding(crater_daemon_t *d,
+                     json_t *v,
+                     const char *key,
+                     crater_error_t *err);
 /* What a v1.Pod asks; strings borrowed from the pod's JSON. */
 typedef struct k8s_pod {
     const char *name, *ns, *uid;

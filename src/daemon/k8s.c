@@ -24,7 +24,11 @@
  * environment besides (Go's decoder ignores the extra keys). craterd does
  * not talk to an API server: creating the Binding object and passing the
  * environment to the pod is left to whoever forwards bind (documented).
- * Bindings live in memory only; DELETE /k8s/pods/{uid} returns one.
+ * A binding is stored (KEY_K8S + uid: the pod's identity, its compiled
+ * request as a normalised spec, the placement) and bind answers once it
+ * is on disk, so a craterd restart charges the pod again exactly where it
+ * was (k8s_load_binding) instead of handing its GPUs to another job;
+ * DELETE /k8s/pods/{uid} returns one and deletes its record.
  *
  * Auth: an admin token in Authorization, as everywhere under /api/v1.
  * Everything runs under d->mu.
@@ -448,6 +452,18 @@ typedef struct bind_args {
     const char *name, *ns, *uid, *node;
 } bind_args_t;
 
+/* A UID that fits the table and a store key: a Kubernetes UID is a UUID. */
+static bool uid_ok(const char *uid)
+{
+    size_t n = strlen(uid);
+
+    return n > 0 && n < K8S_UID_MAX
+           && strspn(uid,
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789._-")
+                  == n;
+}
+
 static int bind_args_read(json_t *b, bind_args_t *a, crater_error_t *err)
 {
     static const char *const keys[] = {"PodName",
@@ -475,6 +491,13 @@ static int bind_args_read(json_t *b, bind_args_t *a, crater_error_t *err)
                                    *a->uid ? "Node" : "PodUID",
                                    "%s: must not be empty",
                                    *a->uid ? "Node" : "PodUID");
+    if (!uid_ok(a->uid))
+        return crater_errorf_field(err,
+                                   CRATER_EINVAL,
+                                   "PodUID",
+                                   "PodUID: expected 1-%d of A-Z a-z 0-9 . _ "
+                                   "- (a Kubernetes UID)",
+                                   K8S_UID_MAX - 1);
     return 0;
 }
 
@@ -571,6 +594,59 @@ static k8s_bound_t *bind_place(crater_daemon_t *d,
     return b;
 }
 
+/* The binding's record: what k8s_load_binding needs to charge it again. */
+static void bound_store(crater_daemon_t *d,
+                        const k8s_bound_t *b,
+                        const crater_jobspec_t *spec)
+{
+    char key[256];
+
+    snprintf(key, sizeof(key), KEY_K8S "%s", b->uid);
+    persist_put_json(d,
+                     key,
+                     json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}",
+                               "uid",
+                               b->uid,
+                               "namespace",
+                               b->ns,
+                               "name",
+                               b->name,
+                               "seq",
+                               (json_int_t)(b->task - K8S_TASK_BASE),
+                               "spec",
+                               crater_jobspec_encode(spec),
+                               "placement",
+                               placement_store(d, &b->pl)),
+                     NULL,
+                     NULL);
+}
+
+static void unstored(int rc, int64_t rev, const crater_error_t *err, void *arg)
+{
+    (void)rev;
+    (void)arg;
+    if (rc < 0)
+        crater_log(LOG_ERR,
+                   "k8s: deleting a binding: %s",
+                   err ? err->text : "");
+}
+
+static void bound_unstore(crater_daemon_t *d, const char *uid)
+{
+    crater_txn_t *t = crater_txn_create();
+    crater_error_t err = {0};
+    char key[256];
+
+    snprintf(key, sizeof(key), KEY_K8S "%s", uid);
+    if (!t || crater_txn_delete(t, key, &err) < 0) {
+        crater_txn_destroy(t);
+        crater_log(LOG_ERR, "k8s: cannot delete %s: %s", key, err.text);
+        return;
+    }
+    if (crater_store_commit_async(d->store, t, unstored, NULL, &err) < 0)
+        crater_log(LOG_ERR, "k8s: cannot delete %s: %s", key, err.text);
+}
+
 static void bind_answer(crater_daemon_t *d,
                         const k8s_bound_t *b,
                         crater_http_resp_t *resp)
@@ -614,8 +690,11 @@ static void h_bind(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                                    err.text,
                                    "field",
                                    err.field));
-    else
+    else {
+        bound_store(d, b, seen_find(d->k8s, a.uid)->spec);
         bind_answer(d, b, resp);
+        api_answer_when_stored(d, r, resp); /* bound once it is stored */
+    }
     json_decref(body);
     pthread_mutex_unlock(&d->mu);
 }
@@ -658,13 +737,99 @@ static void h_unbind(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                    uid ? uid : "");
     } else {
         crater_sched_release(d->sched, b->task, NULL);
+        bound_unstore(d, b->uid);
         free(b->ns);
         free(b->name);
         *b = k->bound[--k->nbound];
         loop_capacity_changed(d); /* pending jobs may fit now */
         crater_http_json(resp, 200, json_pack("{s:s}", "released", uid));
+        api_answer_when_stored(d, r, resp);
     }
     pthread_mutex_unlock(&d->mu);
+}
+
+/* A stored binding back in the table and charged where it was. A node
+ * that is gone or a placement that no longer fits is logged and the
+ * record dropped (the pod's resources are no longer Crater's to hold). */
+int k8s_load_binding(crater_daemon_t *d,
+                     json_t *v,
+                     const char *key,
+                     crater_error_t *err)
+{
+    struct k8s_state *k = d->k8s;
+    const char *uid = NULL, *ns = NULL, *name = NULL;
+    json_t *spec_json = NULL, *plj = NULL;
+    crater_jobspec_t *spec = NULL;
+    json_int_t seq = 0;
+    crater_request_t req;
+    crater_placement_t pl;
+    k8s_bound_t *b;
+    int rc = -1;
+
+    if (json_unpack(v,
+                    "{s:s, s:s, s:s, s:I, s:o, s:o}",
+                    "uid",
+                    &uid,
+                    "namespace",
+                    &ns,
+                    "name",
+                    &name,
+                    "seq",
+                    &seq,
+                    "spec",
+                    &spec_json,
+                    "placement",
+                    &plj)
+            < 0
+        || !uid_ok(uid) || seq < 0)
+        return crater_errorf(err,
+                             CRATER_EPARSE,
+                             "store: %s: malformed binding",
+                             key);
+    if (job_spec_from_norm(d, spec_json, &spec, err) < 0
+        || crater_request_from_spec(d->sched, spec, &req, err) < 0)
+        goto out;
+    if (placement_load(d, plj, &pl) < 0) {
+        crater_errorf(err, CRATER_EPARSE, "malformed placement");
+        goto out;
+    }
+    req.preemptible = false;
+    if (k->nbound == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        k8s_bound_t *nb = realloc(k->bound, cap * sizeof(*nb));
+        if (!nb) {
+            crater_errorf(err, CRATER_ENOMEM, "out of memory");
+            goto out;
+        }
+        k->bound = nb;
+        k->cap = cap;
+    }
+    b = &k->bound[k->nbound];
+    memset(b, 0, sizeof(*b));
+    b->task = K8S_TASK_BASE + (uint64_t)seq;
+    b->pl = pl;
+    if (crater_sched_commit(d->sched, b->task, &req, &pl, err) < 0) {
+        crater_log(LOG_WARNING,
+                   "k8s: pod %s/%s (%s) no longer fits where it was bound "
+                   "(%s): forgotten",
+                   ns,
+                   name,
+                   uid,
+                   err->text);
+        bound_unstore(d, uid);
+        rc = 0;
+        goto out;
+    }
+    snprintf(b->uid, sizeof(b->uid), "%s", uid);
+    b->ns = strdup(ns);
+    b->name = strdup(name);
+    k->nbound++;
+    if ((uint64_t)seq >= k->seq)
+        k->seq = (uint64_t)seq + 1;
+    rc = 0;
+out:
+    crater_jobspec_destroy(spec);
+    return rc;
 }
 
 int api_k8s_routes(crater_daemon_t *d, crater_error_t *err)

@@ -298,7 +298,8 @@ int persist_load(crater_daemon_t *d, crater_error_t *err)
         || load_prefix(d, KEY_TENANTS, load_tenant, err) < 0
         || load_prefix(d, KEY_PROFILES, load_profile, err) < 0
         || load_prefix(d, KEY_NODES, load_node, err) < 0
-        || load_prefix(d, KEY_JOBS, load_job, err) < 0)
+        || load_prefix(d, KEY_JOBS, load_job, err) < 0
+        || load_prefix(d, KEY_K8S, k8s_load_binding, err) < 0)
         return -1;
     typical_rebuild(d);
     for (size_t i = 0; i < d->ntprofiles; i++)

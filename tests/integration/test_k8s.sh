@@ -14,7 +14,7 @@ data=$src/tests/data/k8s
 pass=0 fail=0
 tmp=$(mktemp -d)
 pid=""
-trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 . "$src/tests/integration/craterd_lib.sh"
 
 ok() { pass=$((pass + 1)); }
@@ -99,6 +99,28 @@ api POST /api/v1/schedule "$admin" "$tmp/j"
 expect "Crater sees both pods: no node has 2 whole GPUs left" 200 '.fits == false'
 api GET /k8s/pods "$admin"
 expect "bound pods listed" 200 '[.items[].name] | sort == ["bert-finetune","resnet-ddp"]'
+# bindings are stored: after kill -9 the pods are charged where they were
+# (before, a restart forgot them and handed their GPUs to Crater jobs)
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+start_craterd "$tmp/data" --no-sync --hardware "$tmp/c3.yaml" || exit 1
+python3 "$src/tests/integration/k8s_nodes.py" register "$url" "$admin" \
+    "$tmp/c3.yaml.json" "$proto" gpu-0 gpu-1 && ok || bad "register gpu-0, gpu-1 again"
+api GET /k8s/pods "$admin"
+expect "bound pods survive kill -9" 200 "([.items[].name] | sort) == [\"bert-finetune\",\"resnet-ddp\"] and ([.items[] | select(.name == \"bert-finetune\") | .placement.gpus[0].uuid] == [\"$uuid\"])"
+# the charges are back too: Crater's jobs and another pod of 2 whole GPUs
+# do not fit while resnet-ddp holds gpu-0's GPUs
+api POST /api/v1/schedule "$admin" "$tmp/j"
+expect "after the restart Crater still sees both pods" 200 '.fits == false and (.reason | test("2 not enough free GPUs"))'
+jq '.Pod.metadata.uid = "1c2d3e4f-0000-4000-8000-000000000003" | .Pod.metadata.name = "resnet-2"' \
+    "$data/filter-args-nodes.json" >"$tmp/f2"
+api POST /k8s/extender/filter "$admin" "$tmp/f2"
+jq '.PodUID = "1c2d3e4f-0000-4000-8000-000000000003" | .PodName = "resnet-2" | .PodNamespace = "vision" | .Node = "gpu-0"' \
+    "$data/bind-args.json" >"$tmp/b4"
+api POST /k8s/extender/bind "$admin" "$tmp/b4"
+expect "after the restart gpu-0's GPUs are still resnet-ddp's" 200 '(.Error | test("no longer fits")) and (.Error | test("not ready") | not)'
+jq '.PodUID = "a/b"' "$data/bind-args.json" >"$tmp/f"
+api POST /k8s/extender/bind "$admin" "$tmp/f"
+expect "bind: a PodUID that is no UID" 400 '.field == "PodUID"'
 
 jq '.Node = "gpu-2" | .PodUID = "never-filtered"' "$data/bind-args.json" >"$tmp/b3"
 api POST /k8s/extender/bind "$admin" "$tmp/b3"
@@ -123,8 +145,12 @@ api DELETE /k8s/pods/0b8f4d2c-7e61-4a3b-8c9d-5f2e1a0b7c02 "$admin"
 expect "unbind" 200
 api DELETE /k8s/pods/0b8f4d2c-7e61-4a3b-8c9d-5f2e1a0b7c02 "$admin"
 expect "unbind again: 404" 404
-api POST /api/v1/schedule "$admin" "$tmp/j"
-expect "the released GPUs fit a Crater job again" 200 '.fits == true'
+api POST /k8s/extender/bind "$admin" "$tmp/b4"
+expect "the released GPUs can be bound again" 200 '.Error == "" and .placement.node == "gpu-0" and (.placement.gpus | length) == 2'
+stop_craterd && ok || bad "craterd stops cleanly"
+start_craterd "$tmp/data" --no-sync --hardware "$tmp/c3.yaml" || exit 1
+api GET /k8s/pods "$admin"
+expect "an unbound pod stays unbound after a restart" 200 '([.items[].name] | sort) == ["bert-finetune", "resnet-2"]'
 stop_craterd && ok || bad "craterd stops cleanly"
 pid=""
 
