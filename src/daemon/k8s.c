@@ -530,6 +530,22 @@ static json_t *bound_json(crater_daemon_t *d, const k8s_bound_t *b)
                      env);
 }
 
+/* The next free entry of the bound table (zeroed, not yet counted in
+ * nbound: the caller does once it is charged); NULL on ENOMEM. */
+static k8s_bound_t *bound_slot(struct k8s_state *k, crater_error_t *err)
+{
+    if (k->nbound == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        k8s_bound_t *nb = realloc(k->bound, cap * sizeof(*nb));
+        if (!nb)
+            return crater_errorf(err, CRATER_ENOMEM, "out of memory"), NULL;
+        k->bound = nb;
+        k->cap = cap;
+    }
+    memset(&k->bound[k->nbound], 0, sizeof(k->bound[0]));
+    return &k->bound[k->nbound];
+}
+
 /* Place the seen pod on node and charge it; the new binding or NULL. */
 static k8s_bound_t *bind_place(crater_daemon_t *d,
                                const bind_args_t *a,
@@ -572,16 +588,9 @@ static k8s_bound_t *bind_place(crater_daemon_t *d,
                                    a->node,
                                    why ? why : "?"),
                NULL;
-    if (k->nbound == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 16;
-        k8s_bound_t *nb = realloc(k->bound, cap * sizeof(*nb));
-        if (!nb)
-            return crater_errorf(err, CRATER_ENOMEM, "out of memory"), NULL;
-        k->bound = nb;
-        k->cap = cap;
-    }
-    k8s_bound_t *b = &k->bound[k->nbound];
-    memset(b, 0, sizeof(*b));
+    k8s_bound_t *b = bound_slot(k, err);
+    if (!b)
+        return NULL;
     b->task = K8S_TASK_BASE + k->seq;
     b->pl = pl;
     if (crater_sched_commit(d->sched, b->task, &req, &pl, err) < 0)
@@ -794,18 +803,8 @@ int k8s_load_binding(crater_daemon_t *d,
         goto out;
     }
     req.preemptible = false;
-    if (k->nbound == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 16;
-        k8s_bound_t *nb = realloc(k->bound, cap * sizeof(*nb));
-        if (!nb) {
-            crater_errorf(err, CRATER_ENOMEM, "out of memory");
-            goto out;
-        }
-        k->bound = nb;
-        k->cap = cap;
-    }
-    b = &k->bound[k->nbound];
-    memset(b, 0, sizeof(*b));
+    if (!(b = bound_slot(k, err)))
+        goto out;
     b->task = K8S_TASK_BASE + (uint64_t)seq;
     b->pl = pl;
     if (crater_sched_commit(d->sched, b->task, &req, &pl, err) < 0) {
