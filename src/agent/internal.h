@@ -27,6 +27,14 @@
 
 /* Spare task directories an agent keeps at most (spare.c). */
 #define SPARE_MAX 1024
+/* A pool of emptied directories DATA/<sub>/<n> (spare.c). */
+typedef struct spool {
+    const char *sub;          /* "spare" or "spare-work" */
+    unsigned slot[SPARE_MAX]; /* <n> ready to take */
+    size_t n, giving;         /* giving: slots reserved, being renamed */
+    unsigned next;            /* the next <n> (wraps) */
+    bool on;                  /* false: keeps nothing */
+} spool_t;
 /* Finished tasks' cgroups an agent keeps at most (cgpool.c). */
 #define CGPOOL_MAX 128
 #define AGENT_CKQ_MAX 8 /* unsent checkpoint reports kept per task */
@@ -190,11 +198,12 @@ struct crater_agent {
     atask_t **tasks;
     size_t ntasks, captasks;
 
-    /* spare.c: finished tasks' directories kept for the next ones */
+    /* spare.c: finished tasks' directories kept for the next ones, in
+       DATA/spare/<n> (task directories) and DATA/spare-work/<n>
+       (working directories); spare_mu guards both pools */
     pthread_mutex_t spare_mu;
-    unsigned spare[SPARE_MAX]; /* DATA/spare/<n> ready to take */
-    size_t nspare, giving;     /* giving: slots reserved, being renamed */
-    unsigned spare_next;       /* the next <n> (wraps) */
+    spool_t spare, wspare;
+    long wspare_flags; /* inode flags of a new working directory */
 
     /* cgpool.c: finished tasks' cgroups kept for the next ones */
     pthread_mutex_t cgpool_mu;
@@ -253,6 +262,13 @@ bool spare_take(crater_agent_t *a, const atask_t *t);
  * kept as a spare; false when the pool is full or a rename failed: then
  * remove it. */
 bool spare_give(crater_agent_t *a, const atask_t *t);
+/* t's default working directory (t->workdir) kept as a spare when the
+ * task left it as it was made (empty, no extended attribute, no inode
+ * flag of its own); false otherwise: then remove it. */
+bool spare_give_workdir(crater_agent_t *a, const atask_t *t);
+/* A kept working directory renamed to path; false when there is none or
+ * path exists (then mkdir). */
+bool spare_take_workdir(crater_agent_t *a, const char *path);
 
 /* cgpool.c: the kept cgroups of an earlier agent on this DATA removed
  * (adopted tasks' kept), after adoption and before the threads. */

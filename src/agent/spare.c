@@ -26,17 +26,28 @@
  * one; a directory taken into DATA/tasks has no task.json until its task
  * runs, and adoption removes such a directory (an interrupted start), as
  * for one made by mkdir. Spares found at start are taken back (at most
- * SPARE_MAX; the rest removed). The working directory is not recycled:
- * it belongs to the task's user, who could leave links or ACLs in it.
+ * SPARE_MAX; the rest removed).
+ *
+ * The default working directory (WORK/<instance>.<job>.<attempt>) costs
+ * the same inode scan, plus a block allocated at mkdir and freed at rmdir
+ * (both in the work root, whose lock the agents of a node contend for):
+ * together a quarter of the agents' CPU in a 1,000-task array (perf, B3
+ * session 9). It belongs to the task's user, who could leave files, ACLs
+ * or inode flags in it, so it is kept only when it is exactly as made
+ * (plain_empty_dir()), in DATA/spare-work/<n> (the agent's, mode 0700),
+ * and only when the work root is on DATA's filesystem.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent/internal.h"
@@ -49,11 +60,12 @@ static const char *const spare_files[] = {"task.json.tmp",
                                           "stderr"};
 
 static void spare_path(const crater_agent_t *a,
+                       const spool_t *p,
                        unsigned n,
                        char *buf,
                        size_t len)
 {
-    snprintf(buf, len, "%s/spare/%u", a->data_dir, n);
+    snprintf(buf, len, "%s/%s/%u", a->data_dir, p->sub, n);
 }
 
 static bool known_name(const char *name)
@@ -110,32 +122,57 @@ static int empty_dir(const char *dir)
     return 0;
 }
 
-static void push(crater_agent_t *a, unsigned n)
+static void push(crater_agent_t *a, spool_t *p, unsigned n)
 {
     pthread_mutex_lock(&a->spare_mu);
-    a->spare[a->nspare++] = n;
+    p->slot[p->n++] = n;
     pthread_mutex_unlock(&a->spare_mu);
 }
 
 /* A free slot number to give a directory back under, or -1 (full). */
-static long long reserve(crater_agent_t *a)
+static long long reserve(crater_agent_t *a, spool_t *p)
 {
     long long n = -1;
 
     pthread_mutex_lock(&a->spare_mu);
-    if (a->nspare + a->giving < SPARE_MAX) {
-        n = a->spare_next++;
-        a->giving++;
+    if (p->on && p->n + p->giving < SPARE_MAX) {
+        n = p->next++;
+        p->giving++;
     }
     pthread_mutex_unlock(&a->spare_mu);
     return n;
 }
 
-static void unreserve(crater_agent_t *a)
+/* The reserved slot n: kept (the directory is there now) or not. */
+static void settle(crater_agent_t *a, spool_t *p, long long n, bool kept)
 {
     pthread_mutex_lock(&a->spare_mu);
-    a->giving--;
+    p->giving--;
+    if (kept)
+        p->slot[p->n++] = (unsigned)n;
     pthread_mutex_unlock(&a->spare_mu);
+}
+
+/* Take a spare of p by renaming it to path; false when there is none or
+ * path exists (the slot goes back). */
+static bool take(crater_agent_t *a, spool_t *p, const char *path)
+{
+    char src[4400];
+    unsigned n;
+
+    pthread_mutex_lock(&a->spare_mu);
+    if (p->n == 0) {
+        pthread_mutex_unlock(&a->spare_mu);
+        return false;
+    }
+    n = p->slot[--p->n];
+    pthread_mutex_unlock(&a->spare_mu);
+    spare_path(a, p, n, src, sizeof(src));
+    if (rename(src, path) < 0) { /* path exists: a restarted order */
+        push(a, p, n);
+        return false;
+    }
+    return true;
 }
 
 static void rename_in(const char *dir, const char *from, const char *to)
@@ -152,41 +189,77 @@ bool spare_give(crater_agent_t *a, const atask_t *t)
     char dst[4400];
     long long n;
 
-    if (!t->dir || (n = reserve(a)) < 0)
+    if (!t->dir || (n = reserve(a, &a->spare)) < 0)
         return false;
     rename_in(t->dir, "task.json", "task.json.tmp");
     rename_in(t->dir, "exit", "exit.tmp");
-    spare_path(a, (unsigned)n, dst, sizeof(dst));
+    spare_path(a, &a->spare, (unsigned)n, dst, sizeof(dst));
     if (empty_dir(t->dir) < 0 || rename(t->dir, dst) < 0) {
-        unreserve(a);
+        settle(a, &a->spare, n, false);
         return false;
     }
-    pthread_mutex_lock(&a->spare_mu);
-    a->giving--;
-    a->spare[a->nspare++] = (unsigned)n;
-    pthread_mutex_unlock(&a->spare_mu);
+    settle(a, &a->spare, n, true);
     return true;
 }
 
 bool spare_take(crater_agent_t *a, const atask_t *t)
 {
-    char src[4400];
-    unsigned n;
-
-    pthread_mutex_lock(&a->spare_mu);
-    if (a->nspare == 0) {
-        pthread_mutex_unlock(&a->spare_mu);
-        return false;
-    }
-    n = a->spare[--a->nspare];
-    pthread_mutex_unlock(&a->spare_mu);
-    spare_path(a, n, src, sizeof(src));
-    if (rename(src, t->dir) < 0) { /* t->dir exists: a restarted order */
-        push(a, n);
-        return false;
-    }
-    return true;
+    return take(a, &a->spare, t->dir);
 }
+
+/* ---- working directories ------------------------------------------------
+ * Kept only when the task left its directory as it found it: empty, no
+ * extended attribute (so no ACL a default ACL could pass to the next
+ * task's files), the inode flags of a new directory (no fscrypt policy or
+ * casefolding its owner could set on an empty directory). While spare it
+ * is the agent's, mode 0700, in DATA (no one else can reach it); the next
+ * task's owner is set by make_workdir() as for a new one. */
+static bool plain_empty_dir(DIR *d, long flags)
+{
+    struct dirent *e;
+    long f = 0;
+    int fd = dirfd(d);
+
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            return false;
+    if (flistxattr(fd, NULL, 0) != 0)
+        return false;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &f) < 0)
+        f = flags; /* no inode flags on this filesystem: nothing to carry */
+    /* FS_INDEX_FL: the filesystem indexes a directory that grew large */
+    return (f & ~(long)FS_INDEX_FL) == flags
+           && fchown(fd, geteuid(), getegid()) == 0 && fchmod(fd, 0700) == 0;
+}
+
+bool spare_give_workdir(crater_agent_t *a, const atask_t *t)
+{
+    char dst[4400];
+    long long n;
+    DIR *d;
+    bool ok;
+
+    if (!t->workdir || (n = reserve(a, &a->wspare)) < 0)
+        return false;
+    if (!(d = opendir(t->workdir))) {
+        settle(a, &a->wspare, n, false);
+        return false;
+    }
+    ok = plain_empty_dir(d, a->wspare_flags);
+    closedir(d);
+    spare_path(a, &a->wspare, (unsigned)n, dst, sizeof(dst));
+    ok = ok && rename(t->workdir, dst) == 0;
+    settle(a, &a->wspare, n, ok);
+    return ok;
+}
+
+bool spare_take_workdir(crater_agent_t *a, const char *path)
+{
+    return take(a, &a->wspare, path);
+}
+
+/* ---- start ----------------------------------------------------------------
+ */
 
 /* A spare's name: a decimal number that fits 32 bits, or -1. */
 static long long spare_number(const char *name)
@@ -200,35 +273,104 @@ static long long spare_number(const char *name)
     return *end || n > UINT32_MAX ? -1 : (long long)n;
 }
 
-static void take_back(crater_agent_t *a, const char *dir, const char *name)
+/* A kept directory: a task directory emptied again (a crash may have
+   stopped spare_give() half-way), a working directory as plain_empty_dir()
+   wants it. */
+static bool keepable(crater_agent_t *a, const spool_t *p, const char *path)
+{
+    DIR *d;
+    bool ok;
+
+    if (p == &a->spare)
+        return empty_dir(path) == 0;
+    if (!(d = opendir(path)))
+        return false;
+    ok = plain_empty_dir(d, a->wspare_flags);
+    closedir(d);
+    return ok;
+}
+
+static void take_back(crater_agent_t *a,
+                      spool_t *p,
+                      const char *dir,
+                      const char *name)
 {
     char path[4400];
     long long n = spare_number(name);
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if (n < 0 || a->nspare >= SPARE_MAX || empty_dir(path) < 0) {
+    if (n < 0 || p->n >= SPARE_MAX || !keepable(a, p, path)) {
         rm_tree(path);
         return;
     }
-    a->spare[a->nspare++] = (unsigned)n;
-    if ((unsigned)n >= a->spare_next)
-        a->spare_next = (unsigned)n + 1;
+    p->slot[p->n++] = (unsigned)n;
+    if ((unsigned)n >= p->next)
+        p->next = (unsigned)n + 1;
 }
 
-int spare_init(crater_agent_t *a, crater_error_t *err)
+static int pool_init(crater_agent_t *a, spool_t *p, crater_error_t *err)
 {
     char dir[4200];
     struct dirent *e;
     DIR *d;
 
-    snprintf(dir, sizeof(dir), "%s/spare", a->data_dir);
+    snprintf(dir, sizeof(dir), "%s/%s", a->data_dir, p->sub);
     if (crater_private_dir(dir, "--data-dir", err) < 0)
         return -1;
     if (!(d = opendir(dir)))
         return 0;
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            take_back(a, dir, e->d_name);
+            take_back(a, p, dir, e->d_name);
     closedir(d);
     return 0;
+}
+
+/* Working directories are kept only when the work root is on DATA's
+   filesystem (a rename cannot cross filesystems); a kept one must carry
+   the inode flags a new one gets there, read off a probe made now. */
+static void workdir_pool_setup(crater_agent_t *a)
+{
+    char probe[4200];
+    struct stat ds, ws;
+    long f = 0;
+    int fd;
+
+    a->wspare.on = a->work_root && stat(a->data_dir, &ds) == 0
+                   && stat(a->work_root, &ws) == 0 && ds.st_dev == ws.st_dev;
+    if (!a->wspare.on)
+        return;
+    snprintf(probe,
+             sizeof(probe),
+             "%s/.probe-%08x",
+             a->work_root,
+             (unsigned)a->instance);
+    if (mkdir(probe, 0700) < 0) {
+        a->wspare.on = false;
+        return;
+    }
+    fd = open(probe, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    a->wspare.on = fd >= 0;
+    if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &f) == 0)
+        a->wspare_flags = f & ~(long)FS_INDEX_FL;
+    if (fd >= 0)
+        close(fd);
+    rmdir(probe);
+}
+
+int spare_init(crater_agent_t *a, crater_error_t *err)
+{
+    a->spare.sub = "spare";
+    a->spare.on = true;
+    a->wspare.sub = "spare-work";
+    workdir_pool_setup(a);
+    if (pool_init(a, &a->spare, err) < 0)
+        return -1;
+    if (!a->wspare.on) { /* an earlier agent's kept ones cannot be used */
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/spare-work", a->data_dir);
+        rm_tree(dir);
+        return 0;
+    }
+    return pool_init(a, &a->wspare, err);
 }

@@ -344,7 +344,9 @@ static void task_user_of(crater_agent_t *a,
  * and its HOME: WORK/<instance>.<job>.<attempt> under the agent's work
  * root (make_dirs(): root-owned 0711, so the task user reaches it but
  * cannot list it; the instance keeps two agents' jobs of the same id
- * apart). Made by root in a directory only root writes to; t->workdir. */
+ * apart). Made by root in a directory only root writes to, or a kept
+ * one renamed there (spare.c: mkdir and rmdir of a directory per task
+ * were a quarter of the agents' CPU in a burst of short tasks); t->workdir. */
 static const char *make_workdir(crater_agent_t *a,
                                 atask_t *t,
                                 crater_error_t *err)
@@ -360,7 +362,8 @@ static const char *make_workdir(crater_agent_t *a,
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
         return NULL;
     }
-    if ((mkdir(t->workdir, 0700) < 0 && errno != EEXIST)
+    if ((!spare_take_workdir(a, t->workdir) && mkdir(t->workdir, 0700) < 0
+         && errno != EEXIST)
         || (t->switch_user
             && fchownat(AT_FDCWD,
                         t->workdir,
@@ -936,7 +939,8 @@ void task_remove(crater_agent_t *a, atask_t *t)
     if (t->state == AT_EXITED)
         ctr_cleanup(a, t);
     if (t->state == AT_EXITED && spare_give(a, t)) {
-        taskstate_remove(&(atask_t){.workdir = t->workdir});
+        if (!spare_give_workdir(a, t))
+            taskstate_remove(&(atask_t){.workdir = t->workdir});
     } else if (t->state == AT_EXITED) { /* its files served their purpose */
         unlink(t->log_path[0]);
         unlink(t->log_path[1]);

@@ -5,7 +5,9 @@
  * last task's output or record is left); the next task takes the same
  * inodes by rename; a spare is never taken over an existing directory; an
  * agent that starts again takes back what an earlier one left and removes
- * anything else; a full pool gives nothing.
+ * anything else; a full pool gives nothing. Working directories: kept
+ * only when empty and without extended attributes, mode 0700 again, the
+ * same inode taken by the next task.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent/internal.h"
@@ -132,8 +135,8 @@ START_TEST(give_empties_and_take_reuses_the_inodes)
     err_ino = ino(e1);
     ck_assert(spare_give(a, &t1));
     ck_assert(!there(d1));
-    ck_assert_uint_eq(a->nspare, 1);
-    snprintf(p, sizeof(p), "%s/spare/%u", data, a->spare[0]);
+    ck_assert_uint_eq(a->spare.n, 1);
+    snprintf(p, sizeof(p), "%s/spare/%u", data, a->spare.slot[0]);
     ck_assert_uint_eq(ino(p), dir_ino);
     for (size_t i = 0; i < 4; i++) { /* the known names, all empty */
         char f[700];
@@ -147,7 +150,7 @@ START_TEST(give_empties_and_take_reuses_the_inodes)
     ck_assert(!there(p));
 
     ck_assert(spare_take(a, &t2));
-    ck_assert_uint_eq(a->nspare, 0);
+    ck_assert_uint_eq(a->spare.n, 0);
     ck_assert_uint_eq(ino(d2), dir_ino);
     ck_assert_uint_eq(ino(o2), out_ino);
     ck_assert_uint_eq(ino(e2), err_ino);
@@ -175,7 +178,7 @@ START_TEST(take_never_replaces_a_directory)
     snprintf(p, sizeof(p), "%s/task.json", d2);
     put(p, "{\"job\": \"2\"}");
     ck_assert(!spare_take(a, &t2));
-    ck_assert_uint_eq(a->nspare, 1);
+    ck_assert_uint_eq(a->spare.n, 1);
     ck_assert_int_eq(size_of(p), 12); /* untouched */
     agent_free(a);
 }
@@ -199,9 +202,9 @@ START_TEST(init_takes_back_spares)
     snprintf(p, sizeof(p), "%s/spare/not-a-spare", data);
     ck_assert_int_eq(mkdir(p, 0700), 0);
     a = agent_new();
-    ck_assert_uint_eq(a->nspare, 1);
-    ck_assert_uint_eq(a->spare[0], 5);
-    ck_assert_uint_ge(a->spare_next, 6);
+    ck_assert_uint_eq(a->spare.n, 1);
+    ck_assert_uint_eq(a->spare.slot[0], 5);
+    ck_assert_uint_ge(a->spare.next, 6);
     snprintf(p, sizeof(p), "%s/spare/5/stdout", data);
     ck_assert_int_eq(size_of(p), 0);
     snprintf(p, sizeof(p), "%s/spare/5/planted", data);
@@ -220,10 +223,112 @@ START_TEST(full_pool_gives_nothing)
     crater_agent_t *a = agent_new();
 
     finished_task(&t1);
-    a->nspare = SPARE_MAX;
+    a->spare.n = SPARE_MAX;
     ck_assert(!spare_give(a, &t1));
     ck_assert(there(d1) && there(o1) && size_of(o1) > 0);
-    a->nspare = 0;
+    a->spare.n = 0;
+    agent_free(a);
+}
+END_TEST
+
+/* ---- working directories ---- */
+
+static crater_agent_t *agent_with_work(char *work, size_t len)
+{
+    crater_agent_t *a = calloc(1, sizeof(*a));
+    crater_error_t err;
+
+    ck_assert_ptr_nonnull(a);
+    snprintf(work, len, "%s/work", data);
+    ck_assert_int_eq(mkdir(work, 0711), 0);
+    a->data_dir = data;
+    a->work_root = work;
+    a->instance = 0x1234;
+    pthread_mutex_init(&a->spare_mu, NULL);
+    ck_assert_msg(spare_init(a, &err) == 0, "%s", err.text);
+    ck_assert(a->wspare.on); /* DATA and WORK on one filesystem */
+    return a;
+}
+
+/* A finished task's working directory, as make_workdir() made it. */
+static atask_t work_task(const char *work, const char *name, char *wd)
+{
+    snprintf(wd, 300, "%.250s/%.40s", work, name);
+    ck_assert_int_eq(mkdir(wd, 0700), 0);
+    return (atask_t){.workdir = wd};
+}
+
+/* An empty working directory is kept (mode 0700 again) and the next task
+   takes the same inode; the probe made at start is gone. */
+START_TEST(empty_workdir_is_kept_and_taken)
+{
+    char work[300], w1[300], w2[300], p[600];
+    crater_agent_t *a = agent_with_work(work, sizeof(work));
+    atask_t t1 = work_task(work, "1234.1.1", w1);
+    ino_t i1 = ino(w1);
+    struct stat st;
+
+    snprintf(p, sizeof(p), "%s/.probe-00001234", work);
+    ck_assert(!there(p));
+    ck_assert_int_eq(chmod(w1, 0755), 0); /* the task opened it up */
+    ck_assert(spare_give_workdir(a, &t1));
+    ck_assert(!there(w1));
+    ck_assert_uint_eq(a->wspare.n, 1);
+    snprintf(p, sizeof(p), "%s/spare-work/%u", data, a->wspare.slot[0]);
+    ck_assert_int_eq(lstat(p, &st), 0);
+    ck_assert_uint_eq(st.st_ino, i1);
+    ck_assert_uint_eq(st.st_mode & 07777, 0700);
+    ck_assert_uint_eq(st.st_uid, geteuid());
+    snprintf(w2, sizeof(w2), "%.280s/1234.2.1", work);
+    ck_assert(spare_take_workdir(a, w2));
+    ck_assert_uint_eq(ino(w2), i1);
+    ck_assert(!spare_take_workdir(a, w2)); /* none left */
+    agent_free(a);
+}
+END_TEST
+
+/* A directory the task left anything in is not kept: a file, an extended
+   attribute (an ACL is one), or it stays where it is for the caller to
+   remove. */
+START_TEST(used_workdir_is_not_kept)
+{
+    char work[300], w1[300], w2[300], p[600];
+    crater_agent_t *a = agent_with_work(work, sizeof(work));
+    atask_t t1 = work_task(work, "1234.1.1", w1);
+    atask_t t2 = work_task(work, "1234.2.1", w2);
+
+    snprintf(p, sizeof(p), "%s/out.txt", w1);
+    put(p, "results");
+    ck_assert(!spare_give_workdir(a, &t1));
+    ck_assert(there(p));
+    if (setxattr(w2, "user.crater-test", "x", 1, 0) == 0) {
+        ck_assert(!spare_give_workdir(a, &t2));
+        ck_assert(there(w2));
+    }
+    ck_assert_uint_eq(a->wspare.n, 0);
+    agent_free(a);
+}
+END_TEST
+
+/* A new agent takes back kept working directories that are still as made
+   and removes one that is not (something planted in it). */
+START_TEST(init_takes_back_workdirs)
+{
+    char work[300], w1[300], p[600];
+    crater_agent_t *a = agent_with_work(work, sizeof(work));
+    atask_t t1 = work_task(work, "1234.1.1", w1);
+
+    ck_assert(spare_give_workdir(a, &t1));
+    snprintf(p, sizeof(p), "%s/spare-work/77", data);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/spare-work/77/planted", data);
+    put(p, "x");
+    agent_free(a);
+    ck_assert_int_eq(rmdir(work), 0);
+    a = agent_with_work(work, sizeof(work));
+    ck_assert_uint_eq(a->wspare.n, 1);
+    snprintf(p, sizeof(p), "%s/spare-work/77", data);
+    ck_assert(!there(p));
     agent_free(a);
 }
 END_TEST
@@ -238,6 +343,9 @@ static Suite *spare_suite(void)
     tcase_add_test(c, take_never_replaces_a_directory);
     tcase_add_test(c, init_takes_back_spares);
     tcase_add_test(c, full_pool_gives_nothing);
+    tcase_add_test(c, empty_workdir_is_kept_and_taken);
+    tcase_add_test(c, used_workdir_is_not_kept);
+    tcase_add_test(c, init_takes_back_workdirs);
     suite_add_tcase(s, c);
     return s;
 }
