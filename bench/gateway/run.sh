@@ -7,11 +7,13 @@
 #  2. gateway overhead: p50 of GET /v2/health/ready (no model time) at one
 #     connection, direct vs through the gateway without batching.
 # Usage: bench/gateway/run.sh [BUILD_DIR=build] [SECONDS=10] [CONNECTIONS=64]
-#                             [BATCH_MS=5]
+#                             [BATCH_MS=5] [REPLICAS=1]
+# REPLICAS one-at-a-time backends serve the batched service (the direct
+# run always uses one of them).
 # Everything (wrk, gateway, backends) shares this machine's cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-build} secs=${2:-10} conns=${3:-64} batch_ms=${4:-5}
+build=${1:-build} secs=${2:-10} conns=${3:-64} batch_ms=${4:-5} replicas=${5:-1}
 tmp=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -31,13 +33,18 @@ start() { # start NAME CMD...: sets $port from "port N" in its output
 
 start gpu "$root/$build/tests/fake_v2" -s
 gpu=http://127.0.0.1:$port
+gpus=$gpu
+for ((r = 2; r <= replicas; r++)); do
+    start "gpu$r" "$root/$build/tests/fake_v2" -s
+    gpus=$gpus,http://127.0.0.1:$port
+done
 start cpu "$root/$build/tests/fake_v2" -t 4
 cpu=http://127.0.0.1:$port
 start gw "$root/$build/crater-gateway" --listen 127.0.0.1:0 --threads 2 \
-    --service b="$gpu" --batch b="$conns:${batch_ms}ms" --service o="$cpu"
+    --service b="$gpus" --batch b="$conns:${batch_ms}ms" --service o="$cpu"
 gw=http://127.0.0.1:$port
 for i in $(seq 1 100); do
-    [ "$(curl -s "$gw/metrics" | awk '$1 ~ /backends_ready/ {s += $2} END {print s}')" = 2 ] && break
+    [ "$(curl -s "$gw/metrics" | awk '$1 ~ /backends_ready/ {s += $2} END {print s}')" = $((replicas + 1)) ] && break
     sleep 0.05
 done
 
@@ -60,7 +67,7 @@ wrk_run direct -t2 -c"$conns" -d"${secs}s" -s "$root/bench/gateway/infer.lua" \
 wrk_run batched -t2 -c"$conns" -d"${secs}s" -s "$root/bench/gateway/infer.lua" \
     "$gw/b/v2/models/bench/infer"
 curl -s "$gpu/fake/stats" | sed 's/^/== backend stats: /'
-curl -s "$gw/metrics" | grep -E 'batch_size_(sum|count)' | sed 's/^/== /'
+curl -s "$gw/metrics" | grep -E '(batch_size|queue_seconds|backend_seconds)_(sum|count)' | sed 's/^/== /'
 wrk_run health_direct -t1 -c1 -d"${secs}s" "$cpu/v2/health/ready"
 wrk_run health_gateway -t1 -c1 -d"${secs}s" "$gw/o/v2/health/ready"
 echo "== nproc $(nproc); load $(cut -d' ' -f1-3 /proc/loadavg)"

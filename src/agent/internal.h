@@ -37,7 +37,8 @@ typedef struct spool {
 } spool_t;
 /* Finished tasks' cgroups an agent keeps at most (cgpool.c). */
 #define CGPOOL_MAX 128
-#define AGENT_CKQ_MAX 8 /* unsent checkpoint reports kept per task */
+#define AGENT_NUMA_CACHE 16 /* NUMA nodes whose cpulist is kept (task.c) */
+#define AGENT_CKQ_MAX 8     /* unsent checkpoint reports kept per task */
 
 typedef struct notice_srv notice_srv_t;
 
@@ -163,11 +164,15 @@ struct crater_agent {
     bool synthetic;     /* samples: synthetic */
 
     crater_client_t *work_client; /* work thread only */
-    crater_client_t *sup_client;  /* supervisor thread only */
-    crater_client_t *ev_client;   /* event thread only */
-    crater_client_t *log_client;  /* log thread only */
-    pthread_cond_t ev_wake;       /* an event to report */
-    pthread_cond_t log_wake;      /* output to ship */
+    /* task.c, work thread only: each NUMA node's cpulist as read once
+       ("" when it could not be) */
+    char numa_cpus[AGENT_NUMA_CACHE][64];
+    bool numa_read[AGENT_NUMA_CACHE];
+    crater_client_t *sup_client; /* supervisor thread only */
+    crater_client_t *ev_client;  /* event thread only */
+    crater_client_t *log_client; /* log thread only */
+    pthread_cond_t ev_wake;      /* an event to report */
+    pthread_cond_t log_wake;     /* output to ship */
     crater_cgroups_t *cg;
     crater_sampler_t *sampler;
     crater_nvml_t *nvml;

@@ -141,6 +141,31 @@ static void drop_unavailable(crater_agent_t *a, crater_cg_limits_t *lim)
         lim->pids_max = 0;
 }
 
+/* NUMA node numa's cpulist into buf: read once per node (a sysfs open per
+   task start showed in B3's profile), the rest of the agent's life from
+   the cache; 0, or -1 when the node has none. */
+static int numa_cpulist(crater_agent_t *a, int numa, char *buf, size_t n)
+{
+    char path[128];
+    char *c = numa < AGENT_NUMA_CACHE ? a->numa_cpus[numa] : NULL;
+
+    if (c && a->numa_read[numa]) {
+        snprintf(buf, n, "%s", c);
+        return c[0] ? 0 : -1;
+    }
+    snprintf(path,
+             sizeof(path),
+             "/sys/devices/system/node/node%d/cpulist",
+             numa);
+    if (read_small(path, buf, n) < 0)
+        buf[0] = '\0';
+    if (c && strlen(buf) < 64) { /* a longer list is read each time */
+        snprintf(c, 64, "%s", buf);
+        a->numa_read[numa] = true;
+    }
+    return buf[0] ? 0 : -1;
+}
+
 static void task_limits(crater_agent_t *a,
                         const crater_proto_task_t *task,
                         crater_cg_limits_t *lim,
@@ -150,7 +175,6 @@ static void task_limits(crater_agent_t *a,
     const crater_proto_limits_t *l = &task->limits;
     double mult = l->cpu_limit_multiplier;
     int numa = task->placement.numa;
-    char path[128];
 
     memset(lim, 0, sizeof(*lim));
     if (mult < 1)
@@ -159,11 +183,7 @@ static void task_limits(crater_agent_t *a,
     if (l->cpu_burst)
         lim->cpu_burst_us = 100000;
     lim->mem_bytes = l->memory_bytes;
-    snprintf(path,
-             sizeof(path),
-             "/sys/devices/system/node/node%d/cpulist",
-             numa);
-    if (numa >= 0 && read_small(path, cpus, n) == 0) {
+    if (numa >= 0 && numa_cpulist(a, numa, cpus, n) == 0) {
         lim->cpuset_cpus = cpus;
         snprintf(cpus + strlen(cpus) + 1, n - strlen(cpus) - 1, "%d", numa);
         lim->cpuset_mems = cpus + strlen(cpus) + 1;
