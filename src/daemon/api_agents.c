@@ -635,8 +635,10 @@ static void h_events(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
         || decode_body(body, dec_events, &evs, "events", resp) < 0)
         goto out;
     mark_alive(d, n, dnow_ms());
+    job_save_defer(d); /* a start and an exit of one job: one write */
     for (size_t i = 0; i < evs.nevents; i++)
         apply_event(d, n, &evs.events[i]);
+    job_save_flush(d);
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));
     /* acknowledged once what they changed is stored: an agent drops an
      * acknowledged exit, and a leader that lost its election (fenced, or

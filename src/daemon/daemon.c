@@ -426,6 +426,7 @@ static void free_state(crater_daemon_t *d)
     for (size_t i = 0; i < d->njobs; i++)
         job_free(d->jobs[i]);
     free(d->jobs);
+    free(d->save_ids);
     for (size_t i = 0; i < d->nnodes; i++) {
         dnode_t *n = d->nodes[i];
         for (size_t k = 0; k < n->nwork; k++)

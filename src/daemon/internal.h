@@ -72,7 +72,8 @@ typedef struct djob_rep {
 
 typedef struct djob {
     uint64_t id;
-    bool durable; /* its submission is committed: visible, schedulable */
+    bool durable;     /* its submission is committed: visible, schedulable */
+    bool save_queued; /* job_save_defer(): written at job_save_flush() */
     char *name;
     char *tenant;
     job_state_t state;
@@ -236,6 +237,11 @@ struct crater_daemon {
     bool stopping;
     bool dirty; /* something changed: run a pass */
     bool ready;
+    /* job_save_defer(): the jobs whose record is written once at
+       job_save_flush() (ids; a job freed meanwhile is skipped) */
+    bool save_defer;
+    uint64_t *save_ids;
+    size_t nsave, capsave;
     pthread_t sched_thread;
     bool sched_started;
 
@@ -377,6 +383,11 @@ int job_parse_body(crater_daemon_t *d,
                    crater_error_t *err);
 /* Persist j's record (async, no wait). cb may be NULL. */
 int job_save(crater_daemon_t *d, djob_t *j, crater_store_done_f cb, void *arg);
+/* Between these two (under d->mu), job_save() without a callback writes
+ * each job's record once, at the flush, in its last state: an agent's
+ * report of a start and an exit of one job is one write, not two. */
+void job_save_defer(crater_daemon_t *d);
+void job_save_flush(crater_daemon_t *d);
 json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl);
 json_t *placement_store(crater_daemon_t *d, const crater_placement_t *pl);
 const char *node_state_name(const dnode_t *n);

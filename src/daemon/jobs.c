@@ -785,9 +785,49 @@ void job_docs_free(job_doc_t *docs, size_t n)
 
 /* ---- persistence and queue ---------------------------------------------- */
 
+/* j queued for job_save_flush(); false when it cannot be (no memory):
+   then it is written now. */
+static bool save_queue(crater_daemon_t *d, djob_t *j)
+{
+    if (j->save_queued)
+        return true;
+    if (d->nsave == d->capsave) {
+        size_t cap = d->capsave ? d->capsave * 2 : 64;
+        uint64_t *v = realloc(d->save_ids, cap * sizeof(*v));
+        if (!v)
+            return false;
+        d->save_ids = v;
+        d->capsave = cap;
+    }
+    d->save_ids[d->nsave++] = j->id;
+    j->save_queued = true;
+    return true;
+}
+
+void job_save_defer(crater_daemon_t *d)
+{
+    d->save_defer = true;
+}
+
+void job_save_flush(crater_daemon_t *d)
+{
+    d->save_defer = false;
+    for (size_t i = 0; i < d->nsave; i++) {
+        djob_t *j = job_find(d, d->save_ids[i]);
+        if (j && j->save_queued) {
+            j->save_queued = false;
+            job_save(d, j, NULL, NULL);
+        }
+    }
+    d->nsave = 0;
+}
+
 int job_save(crater_daemon_t *d, djob_t *j, crater_store_done_f cb, void *arg)
 {
     char key[64];
+
+    if (!cb && d->save_defer && save_queue(d, j))
+        return 0;
 
     snprintf(key, sizeof(key), KEY_JOBS "%020" PRIu64, j->id);
     return persist_put_json(d, key, job_to_store(d, j), cb, arg);

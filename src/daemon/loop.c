@@ -335,8 +335,10 @@ static void unschedulable(crater_daemon_t *d,
     free(j->last_reason);
     j->last_reason = strdup(err->text);
     snprintf(reason, sizeof(reason), "unschedulable: %s", err->text);
+    /* not written on its own: the next write of the job (bound,
+     * cancelled) carries it, and after a restart the pass finds the
+     * reason again (a burst of jobs waiting for room was a write each) */
     job_event(j, dnow_ms(), JS_PENDING, reason);
-    job_save(d, j, NULL, NULL);
     declog_write(d,
                  json_pack("{s:I, s:s, s:I, s:s}",
                            "time_ms",
