@@ -145,7 +145,8 @@ typedef struct crater_inference {
     uint64_t stable_window_ms, panic_window_ms, scale_down_delay_ms;
     uint64_t zero_grace_ms;
     /* readiness: {command, period, timeout}: a replica is ready while
-     * the command exits 0 (run by craterd, doc/inference.md); NULL = the
+     * the command exits 0 (run by its agent as the task,
+     * doc/inference.md); NULL = the
      * HTTP probe GET /v2/health/ready. argv NULL-terminated, owned. */
     char **ready_cmd;
     uint64_t ready_period_ms, ready_timeout_ms; /* 0 = 1 s, 1 s */

@@ -90,6 +90,17 @@ typedef struct crater_proto_limits {
     crater_gpu_isolation_t gpu_isolation; /* how a GPU slice is enforced */
 } crater_proto_limits_t;
 
+/* A service replica's readiness command (the job's service's
+ * inference.readiness): the agent runs it every period_ms as the task
+ * runs (its user, cgroup, environment and working directory), killed
+ * past timeout_ms, and reports "ready" events when the answer changes.
+ * On the wire "readiness": {"command": [...], "period_ms", "timeout_ms"}. */
+typedef struct crater_proto_readiness {
+    char **argv; /* NULL-terminated; NULL = none */
+    size_t nargv;
+    uint64_t period_ms, timeout_ms; /* 1 ms to 1 h */
+} crater_proto_readiness_t;
+
 typedef struct crater_proto_task {
     char *job;
     uint32_t attempt; /* >= 1 */
@@ -128,6 +139,7 @@ typedef struct crater_proto_task {
     crater_pull_policy_t image_pull;
     crater_volume_t *volumes;
     size_t nvolumes;
+    crater_proto_readiness_t readiness;
 } crater_proto_task_t;
 
 json_t *crater_proto_task_encode(const crater_proto_task_t *t);
@@ -218,6 +230,7 @@ typedef enum crater_proto_event_kind {
     CRATER_PROTO_EXITED,
     CRATER_PROTO_CHECKPOINT, /* the task reported a finished checkpoint */
     CRATER_PROTO_PROGRESS,   /* the task reported its step */
+    CRATER_PROTO_READY,      /* its readiness command's answer changed */
 } crater_proto_event_kind_t;
 
 /* A checkpoint a task reported on its agent socket ("checkpoint": {...}
@@ -257,6 +270,8 @@ typedef struct crater_proto_event {
     uint64_t logs[2]; /* stdout, stderr sizes at exit */
     /* checkpoint ("checkpoint"); progress: ckpt.step only ("step") */
     crater_proto_ckpt_t ckpt;
+    /* ready ("ready"): the readiness command exited 0 */
+    bool ready;
 } crater_proto_event_t;
 
 typedef struct crater_proto_events {

@@ -137,7 +137,8 @@ static json_t *register_body(crater_agent_t *a)
 }
 
 /* The register answer: craterd's log offsets for adopted tasks (whose
- * output a previous agent may have shipped in part); events again. */
+ * output a previous agent may have shipped in part), their readiness
+ * commands; events again. */
 static void after_register(crater_agent_t *a,
                            const crater_proto_registered_t *r)
 {
@@ -146,6 +147,8 @@ static void after_register(crater_agent_t *a,
     for (i = 0; i < r->ntasks; i++) {
         const crater_proto_task_t *e = &r->tasks[i];
         atask_t *t = task_find(a, e->job, e->attempt, e->replica);
+        if (t)
+            task_probe_adopted(a, t, e);
         if (!t || !t->log_resync || !e->has_logs)
             continue;
         t->log_sent[0] = e->logs[0];
@@ -155,6 +158,8 @@ static void after_register(crater_agent_t *a,
         a->tasks[i]->log_resync = false;
         a->tasks[i]->start_sent = false;
         a->tasks[i]->exit_sent = false;
+        /* a new craterd (a failover) learns the answer again */
+        a->tasks[i]->ready_pending = a->tasks[i]->ready_known;
     }
     report_kick(a);
 }
@@ -645,16 +650,18 @@ static int start_threads(crater_agent_t *a)
                                 sup_main,
                                 report_events_main,
                                 report_logs_main,
-                                notice_main};
+                                notice_main,
+                                probe_main};
     pthread_t *ids[] = {&a->work_thread,
                         &a->sup_thread,
                         &a->ev_thread,
                         &a->log_thread,
-                        &a->notice_thread};
+                        &a->notice_thread,
+                        &a->probe_thread};
 
     if (notice_create(a) < 0)
         return -1;
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
         if (pthread_create(ids[i], NULL, mains[i], a) != 0)
             return -1;
         a->nthreads++;
@@ -677,6 +684,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     pthread_cond_init(&a->wake, NULL);
     pthread_cond_init(&a->ev_wake, NULL);
     pthread_cond_init(&a->log_wake, NULL);
+    pthread_cond_init(&a->probe_wake, NULL);
     a->cfg = o->cfg;
     a->stop_grace_ms = o->stop_grace_ms ? o->stop_grace_ms : 2000;
     a->server = strdup(o->server ? o->server : "http://127.0.0.1:7480");
@@ -746,6 +754,7 @@ void crater_agent_request_stop(crater_agent_t *a)
     pthread_mutex_lock(&a->mu);
     a->stopping = true;
     pthread_cond_broadcast(&a->wake);
+    pthread_cond_signal(&a->probe_wake);
     report_kick(a);
     notice_kick(a);
     pthread_mutex_unlock(&a->mu);
@@ -761,7 +770,8 @@ void crater_agent_stop(crater_agent_t *a)
                            a->sup_thread,
                            a->ev_thread,
                            a->log_thread,
-                           a->notice_thread};
+                           a->notice_thread,
+                           a->probe_thread};
         for (size_t i = 0; i < a->nthreads; i++)
             pthread_join(ids[i], NULL);
     }
@@ -792,6 +802,7 @@ void crater_agent_stop(crater_agent_t *a)
     pthread_cond_destroy(&a->wake);
     pthread_cond_destroy(&a->ev_wake);
     pthread_cond_destroy(&a->log_wake);
+    pthread_cond_destroy(&a->probe_wake);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->spare_mu);
     pthread_mutex_destroy(&a->cgpool_mu);

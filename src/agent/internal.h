@@ -137,6 +137,10 @@ typedef struct atask {
      * a bare task; kept in task.json so an adoption knows it */
     char *ctr;
     char *ctr_image;
+    /* readiness (probe.c): a service replica's command, or NULL; its
+       last answer, whether there is one, and whether craterd has it */
+    struct probe *probe;
+    bool ready, ready_known, ready_pending;
 } atask_t;
 
 /* The container runtime this agent drives, found at its start
@@ -152,7 +156,9 @@ struct crater_agent {
     pthread_cond_t wake;
     int sup_wake[2]; /* a pipe: new tasks for sup_main to watch (task.c) */
     bool stopping;
-    pthread_t work_thread, sup_thread, ev_thread, log_thread, notice_thread;
+    pthread_t work_thread, sup_thread, ev_thread, log_thread, notice_thread,
+        probe_thread;
+    pthread_cond_t probe_wake; /* probe.c: a probe was added */
     size_t nthreads; /* started, in the order work, sup, ev, log, notice */
     notice_srv_t *notice_srv; /* the task sockets' server (notice.c) */
 
@@ -257,6 +263,24 @@ void ctr_sweep(crater_agent_t *a);
 /* t's scratch volumes removed (its record goes). */
 void ctr_cleanup(crater_agent_t *a, const atask_t *t);
 
+/* probe.c: readiness commands of service replicas. */
+typedef struct probe probe_t;
+/* What the task's start prepared, borrowed: its environment, its
+ * cgroup.procs files, its working directory (NULL: the agent's). */
+typedef struct probe_exec {
+    char *const *envp, *const *procs;
+    size_t nprocs;
+    const char *dir;
+} probe_exec_t;
+/* t->probe made from the order's readiness (r->argv set): run as the task
+ * (x, t's user; in t's container when it has one); 0, or -1 (no memory). */
+int probe_prepare(crater_agent_t *a,
+                  atask_t *t,
+                  const crater_proto_readiness_t *r,
+                  const probe_exec_t *x);
+void probe_free(probe_t *p);
+void *probe_main(void *arg);
+
 /* spare.c: DATA/spare made, and the spares an earlier agent left taken
  * back (before any thread runs). */
 int spare_init(crater_agent_t *a, crater_error_t *err);
@@ -341,6 +365,11 @@ const char *task_rtag(uint32_t replica, char buf[16]);
 /* Start the order's task (the order's environment is completed in place:
  * GPU sharing adds its variables). */
 int task_start(crater_agent_t *a, crater_proto_task_t *task);
+/* An adopted task's readiness command, from craterd's order for it (the
+ * register answer): probed again as at its start. */
+void task_probe_adopted(crater_agent_t *a,
+                        atask_t *t,
+                        const crater_proto_task_t *order);
 /* The pids of the tasks task_start() spawned, and their records: before
  * any other order touches them, and at the end of each work batch. */
 void task_start_finish(crater_agent_t *a);

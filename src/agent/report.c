@@ -93,13 +93,18 @@ static size_t report_events(const atask_t *t, crater_proto_event_t *ev)
         ev[n].event = CRATER_PROTO_PROGRESS;
         ev[n++].ckpt.step = t->progress_step;
     }
+    if (t->ready_pending && t->state == AT_RUNNING) {
+        ev[n] = e;
+        ev[n].event = CRATER_PROTO_READY;
+        ev[n++].ready = t->ready;
+    }
     return n;
 }
 
 static json_t *pending_events(crater_agent_t *a, crater_proto_events_t *sent)
 {
     crater_proto_event_t *ev =
-        calloc((3 + AGENT_CKQ_MAX) * a->ntasks + 1, sizeof(*ev));
+        calloc((4 + AGENT_CKQ_MAX) * a->ntasks + 1, sizeof(*ev));
     crater_proto_events_t evs = {.events = ev};
     json_t *body = NULL;
 
@@ -120,7 +125,8 @@ static json_t *pending_events(crater_agent_t *a, crater_proto_events_t *sent)
                                        .attempt = ev[i].attempt,
                                        .replica = ev[i].replica,
                                        .event = ev[i].event,
-                                       .ckpt.step = ev[i].ckpt.step};
+                                       .ckpt.step = ev[i].ckpt.step,
+                                       .ready = ev[i].ready};
     }
     if (body)
         *sent = evs;
@@ -157,6 +163,8 @@ static void mark_sent(crater_agent_t *a, const crater_proto_events_t *evs)
             t->exit_sent = true;
         else if (e->event == CRATER_PROTO_PROGRESS)
             t->progress_pending &= t->progress_step != e->ckpt.step;
+        else if (e->event == CRATER_PROTO_READY)
+            t->ready_pending &= t->ready != e->ready; /* a newer answer */
         else
             ckq_sent(t, e->ckpt.step);
     }

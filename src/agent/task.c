@@ -669,6 +669,19 @@ static int do_spawn(crater_agent_t *a,
                    < 0)
         || start_shim(a, t, s, err) < 0)
         goto out;
+    if (task->readiness.argv
+        && probe_prepare(a,
+                         t,
+                         &task->readiness,
+                         &(probe_exec_t){.envp = s->envp,
+                                         .procs = s->procs,
+                                         .nprocs = s->nprocs,
+                                         .dir = s->dir})
+               < 0)
+        crater_log(LOG_ERR,
+                   "job %s: out of memory for its readiness command: "
+                   "never ready",
+                   t->job);
     rc = 0;
 out:
     crater_strv_free(s->argv);
@@ -676,6 +689,37 @@ out:
     crater_cg_paths_free(s->procs, s->nprocs);
     free(s);
     return rc;
+}
+
+void task_probe_adopted(crater_agent_t *a,
+                        atask_t *t,
+                        const crater_proto_task_t *order)
+{
+    const char *dir = order->working_dir ? order->working_dir : t->workdir;
+    char **envp, **procs = NULL;
+    size_t nprocs = 0;
+    crater_error_t err;
+
+    if (t->probe || !order->readiness.argv || t->state != AT_RUNNING)
+        return;
+    task_user_of(a, t, order); /* as at its start: the same order */
+    envp = task_env(order, dir);
+    if (!envp
+        || (!t->ctr
+            && crater_cg_procs_paths(a->cg, t->cg, &procs, &nprocs, &err) < 0)
+        || probe_prepare(a,
+                         t,
+                         &order->readiness,
+                         &(probe_exec_t){.envp = envp,
+                                         .procs = procs,
+                                         .nprocs = nprocs,
+                                         .dir = dir})
+               < 0)
+        crater_log(LOG_ERR,
+                   "job %s: its readiness command cannot run: never ready",
+                   t->job);
+    crater_strv_free(envp);
+    crater_cg_paths_free(procs, nprocs);
 }
 
 static void start_failed(atask_t *t, const crater_error_t *err)
@@ -936,6 +980,7 @@ void task_free(crater_agent_t *a, atask_t *t)
         close(t->pid_fd);
     if (t->state == AT_EXITED || t->pid <= 0)
         cgpool_give(a, t);
+    probe_free(t->probe);
     free(t->job);
     free(t->log_path[0]);
     free(t->log_path[1]);

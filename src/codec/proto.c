@@ -51,6 +51,7 @@ static const char *const event_names[] = {
     [CRATER_PROTO_EXITED] = "exited",
     [CRATER_PROTO_CHECKPOINT] = "checkpoint",
     [CRATER_PROTO_PROGRESS] = "progress",
+    [CRATER_PROTO_READY] = "ready",
 };
 #define NEVENT (sizeof(event_names) / sizeof(event_names[0]))
 static const char *const held_names[] = {"exited", "running"};
@@ -744,6 +745,80 @@ static json_t *container_encode(const crater_proto_task_t *t)
                      volumes_encode(t));
 }
 
+/* ---- readiness: a service replica's command ---- */
+
+#define READY_MAX_MS 3600000u /* 1 h, as the job spec allows */
+
+static int e_ready_arg(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_readiness_t *r = obj;
+
+    r->nargv = i + 1;
+    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &r->argv[i]);
+}
+
+static int f_ready_cmd(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_readiness_t *r = obj;
+
+    if (!(r->argv = array_room(v, CRATER_JOB_MAX_ARGS, sizeof(char *), 1)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    if (crater_dec_array(d, v, CRATER_JOB_MAX_ARGS, e_ready_arg, r) < 0)
+        return -1;
+    if (r->nargv == 0)
+        return crater_dec_fail(d, CRATER_EINVAL, "the command is empty");
+    return 0;
+}
+
+static int dec_ready_ms(crater_dec_t *d, json_t *v, uint64_t *out)
+{
+    if (dec_u64(d, v, out) < 0)
+        return -1;
+    if (*out < 1 || *out > READY_MAX_MS)
+        return crater_dec_fail(d, CRATER_ERANGE, "must be 1 ms to 1 h");
+    return 0;
+}
+
+static int f_ready_period(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ready_ms(d, v, &((crater_proto_readiness_t *)obj)->period_ms);
+}
+
+static int f_ready_timeout(crater_dec_t *d, json_t *v, void *obj)
+{
+    return dec_ready_ms(d, v, &((crater_proto_readiness_t *)obj)->timeout_ms);
+}
+
+static const crater_dec_field_t readiness_fields[] = {
+    {"command", f_ready_cmd, CRATER_FIELD_REQUIRED},
+    {"period_ms", f_ready_period, CRATER_FIELD_REQUIRED},
+    {"timeout_ms", f_ready_timeout, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
+static int f_task_readiness(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_object(d, v, readiness_fields, &TASK(obj)->readiness);
+}
+
+static json_t *readiness_encode(const crater_proto_readiness_t *r)
+{
+    json_t *argv = json_array();
+
+    for (size_t i = 0; argv && i < r->nargv; i++)
+        if (json_array_append_new(argv, json_string(r->argv[i])) < 0) {
+            json_decref(argv);
+            return NULL;
+        }
+    return json_pack("{s:o, s:I, s:I}",
+                     "command",
+                     argv,
+                     "period_ms",
+                     (json_int_t)r->period_ms,
+                     "timeout_ms",
+                     (json_int_t)r->timeout_ms);
+}
+
 static int f_task_logs(crater_dec_t *d, json_t *v, void *obj)
 {
     return dec_logs(d, v, &TASK(obj)->has_logs, TASK(obj)->logs);
@@ -765,6 +840,7 @@ static const crater_dec_field_t task_fields[] = {
     {"checkpointDir", f_task_ckpt_dir, 0},
     {"logs", f_task_logs, 0},
     {"container", f_task_container, 0},
+    {"readiness", f_task_readiness, 0},
     {NULL, NULL, 0},
 };
 
@@ -809,6 +885,7 @@ void crater_proto_task_clear(crater_proto_task_t *t)
     free(t->checkpoint_dir);
     free(t->image);
     crater_volumes_free(t->volumes, t->nvolumes);
+    crater_strv_free(t->readiness.argv);
     placement_clear(&t->placement);
     memset(t, 0, sizeof(*t));
 }
@@ -871,6 +948,12 @@ json_t *crater_proto_task_encode(const crater_proto_task_t *t)
         && json_object_set_new(o,
                                "checkpointDir",
                                json_string(t->checkpoint_dir))
+               < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && t->readiness.argv
+        && json_object_set_new(o, "readiness", readiness_encode(&t->readiness))
                < 0) {
         json_decref(o);
         return NULL;
@@ -1259,6 +1342,21 @@ static const crater_dec_field_t progress_fields[] = {
     {NULL, NULL, 0},
 };
 
+static int f_ev_ready(crater_dec_t *d, json_t *v, void *obj)
+{
+    return crater_dec_bool(d, v, &EV(obj)->ready);
+}
+
+static const crater_dec_field_t ready_fields[] = {
+    {"job", f_ev_job, CRATER_FIELD_REQUIRED},
+    {"attempt", f_ev_attempt, CRATER_FIELD_REQUIRED},
+    {"replica", f_ev_replica, 0},
+    {"event", f_peeked, CRATER_FIELD_REQUIRED},
+    {"time_ms", f_ev_time, 0},
+    {"ready", f_ev_ready, CRATER_FIELD_REQUIRED},
+    {NULL, NULL, 0},
+};
+
 int crater_proto_event_decode(crater_dec_t *d,
                               json_t *v,
                               crater_proto_event_t *out)
@@ -1268,6 +1366,7 @@ int crater_proto_event_decode(crater_dec_t *d,
         [CRATER_PROTO_EXITED] = exited_fields,
         [CRATER_PROTO_CHECKPOINT] = ckpt_fields,
         [CRATER_PROTO_PROGRESS] = progress_fields,
+        [CRATER_PROTO_READY] = ready_fields,
     };
     int ev = 0;
 
@@ -1319,6 +1418,19 @@ json_t *crater_proto_event_encode(const crater_proto_event_t *e)
     if (e->event == CRATER_PROTO_CHECKPOINT
         || e->event == CRATER_PROTO_PROGRESS)
         return report_encode(e);
+    if (e->event == CRATER_PROTO_READY)
+        return with_replica(json_pack("{s:s, s:I, s:s, s:I, s:b}",
+                                      "job",
+                                      job,
+                                      "attempt",
+                                      (json_int_t)e->attempt,
+                                      "event",
+                                      "ready",
+                                      "time_ms",
+                                      (json_int_t)e->time_ms,
+                                      "ready",
+                                      e->ready),
+                            e->replica);
     if (e->event == CRATER_PROTO_STARTED)
         return with_replica(json_pack("{s:s, s:I, s:s, s:i, s:I}",
                                       "job",

@@ -599,6 +599,10 @@ static void apply_event(crater_daemon_t *d,
         job_progress(j, ev, at);
         return;
     }
+    if (ev->event == CRATER_PROTO_READY) {
+        svc_ready_report(d, j, ev->ready);
+        return;
+    }
     if (j->nrep) {
         gang_event(d, j, ev, at);
         return;

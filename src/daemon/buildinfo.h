@@ -10,8 +10,10 @@
  * attempt. 3: the tenant's task uid/gid in the task order. 4: a replica index
  * in task orders, stops, events, held tasks and usage (multi-replica
  * jobs). 5: checkpoints (issue 14): "checkpointDir" in task orders, a
- * preemption "notice" in stops, "checkpoint" and "progress" events. */
-#define CRATER_AGENT_PROTOCOL 5
+ * preemption "notice" in stops, "checkpoint" and "progress" events. 6: a
+ * service replica's "readiness" command in its task order, run by the
+ * agent as the task, and "ready" events. */
+#define CRATER_AGENT_PROTOCOL 6
 
 /* Static string, never freed. Inline: the agent and the CLI use it too,
  * and a floor's library calls only down (scripts/check-links.sh). */

@@ -142,10 +142,6 @@ typedef struct djob {
     uint32_t svc_index;
     bool svc_ready, svc_in_gw, svc_loaded;
     bool svc_reaped; /* its end was seen by the controller */
-    /* readiness by command (readycmd.c, in memory): its next run, and
-     * a warning about a node craterd cannot run it for was logged */
-    int64_t svc_probe_ms;
-    bool svc_remote_warned;
     /* The spec version it runs (a replica), or serves (a service's job;
      * a rollout raises it). Stored. */
     uint32_t svc_version;
@@ -494,6 +490,11 @@ int service_attach(crater_daemon_t *d, djob_t *j);
  * services of the stored jobs and the controller thread. */
 int services_start(crater_daemon_t *d, const char *api, crater_error_t *err);
 void services_stop(crater_daemon_t *d);
+/* Replica j's agent reports the answer of its readiness command
+ * (inference.readiness; the agent runs it as the task). Under d->mu. */
+void svc_ready_report(crater_daemon_t *d, djob_t *j, bool ready);
+/* inference.readiness period and timeout when the spec gives none. */
+#define READY_DEFAULT_MS 1000
 /* A replica j was bound: its CRATER_SERVICE_PORT (in master_port). */
 void service_bound(crater_daemon_t *d, djob_t *j);
 /* "service" in the API's job object o (and state "serving" for a

@@ -640,6 +640,27 @@ static int order_container(const crater_jobspec_t *s, crater_proto_task_t *t)
     return 0;
 }
 
+/* A service replica's readiness command (its service's
+ * inference.readiness; a rollout cannot change it): the agent runs it
+ * as the task (doc/inference.md "Ports and readiness"). */
+static int order_readiness(crater_daemon_t *d,
+                           const djob_t *j,
+                           crater_proto_task_t *t)
+{
+    const djob_t *svc = j->svc_id ? job_find(d, j->svc_id) : NULL;
+    const crater_inference_t *inf = svc ? &svc->spec->inference : NULL;
+
+    if (!inf || !inf->ready_cmd)
+        return 0;
+    t->readiness.period_ms =
+        inf->ready_period_ms ? inf->ready_period_ms : READY_DEFAULT_MS;
+    t->readiness.timeout_ms =
+        inf->ready_timeout_ms ? inf->ready_timeout_ms : READY_DEFAULT_MS;
+    t->readiness.nargv = crater_strv_len(inf->ready_cmd);
+    t->readiness.argv = crater_strv_dup(inf->ready_cmd);
+    return t->readiness.argv ? 0 : -1;
+}
+
 int task_order(crater_daemon_t *d,
                const djob_t *j,
                uint32_t r,
@@ -682,7 +703,7 @@ int task_order(crater_daemon_t *d,
     }
     t->gid = t->uid;
     if (!t->job || (s->command && !t->argv) || (s->workdir && !t->working_dir)
-        || order_env(d, j, r, cn, t) < 0
+        || order_env(d, j, r, cn, t) < 0 || order_readiness(d, j, t) < 0
         || order_placement(pl, cn, &t->placement) < 0) {
         crater_proto_task_clear(t);
         return -1;

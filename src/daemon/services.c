@@ -47,7 +47,6 @@
 
 #include "crater/log.h"
 #include "crater/metrics.h"
-#include "daemon/readycmd.h"
 #include "gateway/gateway.h"
 #include "sched/svcplan.h"
 
@@ -641,7 +640,6 @@ typedef struct probe {
     uint64_t job;
     uint32_t attempt;
     char url[GW_URL_MAX + 32];
-    ready_cmd_t *cmd; /* inference.readiness: run it, not GET url */
     bool ok;
 } probe_t;
 
@@ -669,77 +667,21 @@ static bool probe_one(const char *url)
     return code == 200;
 }
 
-/* Is the replica's node craterd's own host (its agent registered from
- * a loopback address)? Readiness commands run only there (readycmd.c). */
-static bool rep_local(crater_daemon_t *d, const djob_t *j)
-{
-    dnode_t *node = node_by_sid(d, j->pl.node);
-    const char *a = node ? node->addr : NULL;
-
-    return a
-           && (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0
-               || strcmp(a, "localhost") == 0);
-}
-
-/* j's readiness command (inf: its service's inference section; a
- * rollout cannot change it), due now: a copy to run (NULL: not due, not
- * runnable here, or ENOMEM; *skip: keep its readiness as it is). */
-static ready_cmd_t *probe_cmd(crater_daemon_t *d,
-                              djob_t *j,
-                              const crater_inference_t *inf,
-                              int64_t now,
-                              bool *skip)
-{
-    dnode_t *node = node_by_sid(d, j->pl.node);
-
-    *skip = true;
-    if (!rep_local(d, j)) {
-        if (!j->svc_remote_warned)
-            crater_log(LOG_WARNING,
-                       "replica %" PRIu64 ": its readiness command cannot "
-                       "run on node %s (craterd runs them only for nodes "
-                       "on its host): never ready",
-                       j->id,
-                       node ? node->name : "?");
-        j->svc_remote_warned = true;
-        j->svc_ready = false;
-        return NULL;
-    }
-    if (now < j->svc_probe_ms)
-        return NULL;
-    j->svc_probe_ms = now
-                      + (inf->ready_period_ms ? (int64_t)inf->ready_period_ms
-                                              : READY_CMD_PERIOD_MS);
-    ready_cmd_spec_t rs = {.argv = inf->ready_cmd,
-                           .env = j->spec->env,
-                           .nenv = j->spec->nenv,
-                           .cwd = j->spec->workdir,
-                           .port = j->master_port,
-                           .host = node->addr,
-                           .timeout_ms = (int64_t)inf->ready_timeout_ms};
-    *skip = false;
-    return ready_cmd_create(&rs);
-}
-
-/* The running replicas to probe (*out: malloc'd; caller frees it and
- * each cmd). */
+/* The running replicas to probe over HTTP (*out: malloc'd; caller frees
+ * it); those with a readiness command are probed by their agents
+ * (svc_ready_report()). */
 static size_t probes_list(crater_daemon_t *d, probe_t **out)
 {
     size_t n = 0;
     probe_t *p = calloc(d->njobs ? d->njobs : 1, sizeof(*p));
     char url[GW_URL_MAX];
-    int64_t now = dnow_ms();
-    bool skip;
-
     for (size_t i = 0; p && i < d->njobs; i++) {
         djob_t *j = d->jobs[i], *svc;
         if (!j->svc_id || j->state != JS_RUNNING
             || rep_url(d, j, url, sizeof(url)) < 0
             || !(svc = job_find(d, j->svc_id)))
             continue;
-        if (svc->spec->inference.ready_cmd
-            && (!(p[n].cmd = probe_cmd(d, j, &svc->spec->inference, now, &skip))
-                || skip))
+        if (svc->spec->inference.ready_cmd)
             continue;
         p[n].job = j->id;
         p[n].attempt = j->attempts;
@@ -763,6 +705,18 @@ static void load_measured(dservice_t *s, int64_t ms, int64_t now)
         s->load_max_ms = ms;
 }
 
+/* Replica j (running) is ready or not, by a probe that ended now. */
+static void rep_ready(crater_daemon_t *d, djob_t *j, bool ok, int64_t now)
+{
+    dservice_t *s = svc_find(d, j->svc_id);
+
+    j->svc_ready = ok;
+    if (ok && !j->svc_loaded && s && j->started_ms) {
+        j->svc_loaded = true;
+        load_measured(s, now - j->started_ms, now);
+    }
+}
+
 static void probes_apply(crater_daemon_t *d,
                          const probe_t *p,
                          size_t n,
@@ -770,15 +724,19 @@ static void probes_apply(crater_daemon_t *d,
 {
     for (size_t i = 0; i < n; i++) {
         djob_t *j = job_find(d, p[i].job);
-        dservice_t *s = j ? svc_find(d, j->svc_id) : NULL;
-        if (!j || j->state != JS_RUNNING || j->attempts != p[i].attempt)
-            continue;
-        j->svc_ready = p[i].ok;
-        if (p[i].ok && !j->svc_loaded && s && j->started_ms) {
-            j->svc_loaded = true;
-            load_measured(s, now - j->started_ms, now);
-        }
+        if (j && j->state == JS_RUNNING && j->attempts == p[i].attempt)
+            rep_ready(d, j, p[i].ok, now);
     }
+}
+
+void svc_ready_report(crater_daemon_t *d, djob_t *j, bool ready)
+{
+    const djob_t *svc = j->svc_id ? job_find(d, j->svc_id) : NULL;
+
+    if (j->state != JS_RUNNING || !svc || !svc->spec->inference.ready_cmd)
+        return; /* only what its agent was asked to probe */
+    rep_ready(d, j, ready, dnow_ms());
+    pthread_cond_signal(&d->svc_wake); /* the gateway follows at once */
 }
 
 /* ---- the autoscaler ---------------------------------------------------- */
@@ -1163,10 +1121,8 @@ static void svc_round(crater_daemon_t *d)
     size_t n = probes_list(d, &p);
 
     pthread_mutex_unlock(&d->mu);
-    for (size_t i = 0; i < n; i++) {
-        p[i].ok = p[i].cmd ? ready_cmd_run(p[i].cmd) : probe_one(p[i].url);
-        ready_cmd_destroy(p[i].cmd);
-    }
+    for (size_t i = 0; i < n; i++)
+        p[i].ok = probe_one(p[i].url);
     pthread_mutex_lock(&d->mu);
     if (!d->stopping) {
         int64_t now = dnow_ms();

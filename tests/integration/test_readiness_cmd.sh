@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # test_readiness_cmd.sh - readiness by command (inference.readiness,
-# doc/inference.md "Ports and readiness"). On `crater up` (its nodes are
-# on craterd's host, where craterd runs the commands), a service whose
+# doc/inference.md "Ports and readiness"). On `crater up` (the agent of
+# the replica's node runs the command as the replica: its user, cgroup,
+# environment), a service whose
 # replica serves the V2 API at once (tests/tools/fake_v2.c) but whose
 # readiness command is `test -e FILE`: the replica runs and is not ready
 # (not in traffic) while FILE is absent, becomes ready and takes traffic
 # through the gateway once FILE appears, and leaves traffic when FILE is
-# removed; a command that outlives its timeout is not ready. Bad
+# removed; a command that outlives its timeout is not ready; the command
+# runs as the replica's user (never root: a root craterd running it was a
+# root shell for any tenant) with the replica's environment. Bad
 # readiness sections are refused naming the field. Waits are for states,
 # with deadlines.
 set -uo pipefail
@@ -139,6 +142,13 @@ for p in $(pgrep -f -- "$mark-slow"); do # one may be running now, none for long
     [ "$(ps -o etimes= -p "$p" | tr -d ' ')" -ge 2 ] 2>/dev/null && old="$old $p"
 done
 [ -z "$old" ] && ok || bad "the timed-out commands were killed (left:$old)"
+
+# ---- the command runs as the replica, not as craterd -------------------------
+# (crater up runs as root here; tasks never do): ready only when the
+# command is not root and sees the replica's CRATER_SERVICE_PORT
+service who "{command: [sh, -c, 'test \"\$(id -u)\" -ne 0 && test -n \"\$CRATER_SERVICE_PORT\"', $mark-who], period: 200ms}" >/dev/null
+wait_svc 30 who '.replicas.ready == 1' \
+    && ok || bad "the command runs as the replica's user with its environment"
 
 echo "test_readiness_cmd: $pass passed, $fail failed"
 [ "$fail" = 0 ]

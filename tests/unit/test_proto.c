@@ -660,6 +660,73 @@ START_TEST(checkpoint_messages)
 }
 END_TEST
 
+/* A replica's readiness command in its task order and the "ready" event
+   (protocol 6): both round trip; a bad command or period is refused with
+   the field named. */
+START_TEST(readiness_messages)
+{
+    crater_proto_event_t ev = {.job = "12",
+                               .attempt = 1,
+                               .replica = 2,
+                               .event = CRATER_PROTO_READY,
+                               .time_ms = 7,
+                               .ready = true};
+    crater_proto_events_t in = {.events = &ev, .nevents = 1}, out;
+    crater_proto_task_t task, tout;
+
+    round_trip(&in,
+               ENC(crater_proto_events_encode),
+               DEC(crater_proto_events_decode),
+               &out);
+    ck_assert_int_eq(out.events[0].event, CRATER_PROTO_READY);
+    ck_assert(out.events[0].ready);
+    ck_assert_uint_eq(out.events[0].replica, 2);
+    crater_proto_events_clear(&out);
+    refused("{\"job\": \"1\", \"attempt\": 1, \"event\": \"ready\"}",
+            DEC(crater_proto_event_decode),
+            CLR(crater_proto_event_clear),
+            sizeof(crater_proto_event_t),
+            ""); /* a missing field names the object it is missing from */
+    sample_task(&task);
+    task.readiness.argv = crater_strv_dup((char *[]){"test", "-e", "/m", NULL});
+    task.readiness.nargv = 3;
+    task.readiness.period_ms = 1000;
+    task.readiness.timeout_ms = 250;
+    round_trip(&task,
+               ENC(crater_proto_task_encode),
+               DEC(crater_proto_task_decode),
+               &tout);
+    check_task(&tout);
+    ck_assert_uint_eq(tout.readiness.nargv, 3);
+    ck_assert_str_eq(tout.readiness.argv[2], "/m");
+    ck_assert_ptr_null(tout.readiness.argv[3]);
+    ck_assert_uint_eq(tout.readiness.period_ms, 1000);
+    ck_assert_uint_eq(tout.readiness.timeout_ms, 250);
+    crater_proto_task_clear(&tout);
+    crater_proto_task_clear(&task);
+    task_refused("readiness",
+                 json_pack("{s:[], s:i, s:i}",
+                           "command",
+                           "period_ms",
+                           1000,
+                           "timeout_ms",
+                           1000),
+                 "readiness.command");
+    task_refused("readiness",
+                 json_pack("{s:[s], s:i, s:i}",
+                           "command",
+                           "true",
+                           "period_ms",
+                           0,
+                           "timeout_ms",
+                           1000),
+                 "readiness.period_ms");
+    task_refused("readiness",
+                 json_pack("{s:[s], s:i}", "command", "true", "period_ms", 5),
+                 "readiness");
+}
+END_TEST
+
 START_TEST(checkpoint_malformed)
 {
     size_t ev = sizeof(crater_proto_events_t);
@@ -732,6 +799,7 @@ static Suite *suite(void)
     tcase_add_test(tc, names_one_table);
     tcase_add_test(tc, checkpoint_messages);
     tcase_add_test(tc, checkpoint_malformed);
+    tcase_add_test(tc, readiness_messages);
     suite_add_tcase(s, tc);
     return s;
 }
