@@ -54,7 +54,7 @@ struct memo_key {
     uint32_t gpus, slice, lat, min_sm, min_cc, replicas;
     int32_t prio;
     int32_t iface, nvlink, numa;
-    int32_t flags, pad;
+    int32_t flags, share; /* share: crater_request_t.share_milli */
 };
 
 struct memo_slot {
@@ -130,6 +130,7 @@ static struct memo_key key_of(const crater_pass_job_t *j)
     k.nvlink = (int32_t)q->nvlink;
     k.numa = (int32_t)q->numa;
     k.flags = (q->preemptible ? 1 : 0) | (q->prefer_low_util ? 2 : 0);
+    k.share = q->share_milli;
     return k;
 }
 

@@ -18,6 +18,7 @@
  * per reason and, per reason, the node that came closest. Failure is the
  * rare path, so it is allowed to cost a full pass.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -211,7 +212,7 @@ static uint64_t memo_key(const crater_sched_t *s, const crater_request_t *r)
             && (sp->nselector || sp->ntolerations || sp->dataset || sp->image)))
         return 0;
     h = mix(h, r->gpus);
-    h = mix(h, r->slice_mib);
+    h = mix(h, (uint64_t)r->share_milli << 32 | r->slice_mib);
     h = mix(h, r->cpu_milli);
     h = mix(h, r->mem_bytes);
     h = mix(h, r->disk_iops);
@@ -476,6 +477,53 @@ int crater_sched_model_id(const crater_sched_t *s, const char *key)
         if (strcmp(s->models[m].key, key) == 0)
             return (int)m;
     return -1;
+}
+
+static uint32_t max_gpu_mib(const crater_sched_t *s)
+{
+    uint32_t m = 0;
+
+    for (uint32_t g = 0; g < s->ngpu; g++)
+        m = s->gs[g].mem_mib > m ? s->gs[g].mem_mib : m;
+    return m;
+}
+
+static const char *share_refusal(const crater_sched_t *s,
+                                 const crater_request_t *r,
+                                 double util,
+                                 uint64_t peak_mib,
+                                 double slice)
+{
+    if (!s->share_on)
+        return "GPU sharing off (scheduler.gpuShare.enabled)";
+    if (r->gpus == 0 || r->slice_mib)
+        return "not a whole-GPU request";
+    if (!(util >= 0) || util * 1000 >= s->share_max)
+        return "profiled GPU use at or above gpuShare.maxUtil";
+    if (peak_mib == 0)
+        return "no peak GPU memory measured";
+    if (slice + s->ctx_mib > max_gpu_mib(s))
+        return "peak GPU memory x (1 + memoryMargin) larger than every GPU";
+    return NULL;
+}
+
+int crater_sched_share(const crater_sched_t *s,
+                       crater_request_t *r,
+                       double util,
+                       uint64_t peak_mib,
+                       const char **why)
+{
+    double slice = ceil((double)peak_mib * (1 + s->share_margin));
+    const char *no = share_refusal(s, r, util, peak_mib, slice);
+    double milli = ceil(util * 1000);
+
+    if (why)
+        *why = no;
+    if (no)
+        return 0;
+    r->slice_mib = (uint32_t)slice;
+    r->share_milli = (uint16_t)(milli < 1 ? 1 : milli);
+    return 1;
 }
 
 int crater_request_from_spec(const crater_sched_t *s,

@@ -228,7 +228,8 @@ static uint64_t share_cand(const struct sched_ctx *c, uint64_t cand)
     for (uint64_t m = cand; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
         uint32_t g = first + (uint32_t)i;
-        uint32_t ch = sched__slice_charge(s, g, c->req->slice_mib);
+        uint32_t ch =
+            sched__slice_charge(s, g, c->req->slice_mib, c->req->share_milli);
         if (!ch)
             continue;
         ok |= 1ull << i;
