@@ -89,6 +89,9 @@ typedef struct crater_request {
     /* A time-shared whole-GPU job (crater_sched_share): its profiled GPU
      * use in thousandths, > 0 only with slice_mib > 0; 0: not shared. */
     uint16_t share_milli;
+    /* disk_bw is a preference: where no node has it free, the request is
+     * placed without it (crater_sched_place tries it first) */
+    bool disk_soft;
     const crater_jobspec_t *spec; /* selectors, tolerations, dataset;
                                      borrowed, may be NULL */
 } crater_request_t;

@@ -66,6 +66,9 @@ typedef struct crater_util_params {
     bool profile_cpu;         /* request the loader CPU it measured */
     bool profile_disk;        /* request the disk bandwidth */
     bool profile_disk_high;   /* ... for high-priority jobs too */
+    bool profile_disk_soft;   /* high priority (profile_disk_high off):
+                                 as a preference (crater_request_t
+                                 disk_soft) rather than not at all */
     bool profile_gpu;         /* time-share whole-GPU jobs by their GPU
                                  profile (scheduler.gpuShare) */
     double gpu_mem;           /* a whole-GPU job's peak GPU memory, share

@@ -74,6 +74,16 @@ int sched__overcommits(const crater_sched_t *s, uint32_t g, uint32_t charge)
     return (uint64_t)s->gd[g].reserved_mib + charge > s->gs[g].mem_mib;
 }
 
+int sched__placement_joins(const crater_sched_t *s, const crater_placement_t *p)
+{
+    uint32_t first = s->st[p->node].gpu_first;
+
+    for (uint32_t i = 0; p->share_milli && i < p->ngpus; i++)
+        if (s->gd[first + p->gpu[i]].ntasks > 0)
+            return 1;
+    return 0;
+}
+
 int sched__placement_overcommits(const crater_sched_t *s,
                                  const crater_placement_t *p)
 {
@@ -298,8 +308,17 @@ static int slice_fail(struct sched_ctx *c, uint64_t cand, uint32_t best_room)
                 U_COUNT);
 }
 
+/* 1 when a time-shared request would join tenants on GPU g: such a GPU
+ * ranks after every empty one (co-location is the last resort, as
+ * overcommit is: a shared job alone on a GPU runs at its full speed). */
+static int joins(const struct sched_ctx *c, uint32_t g)
+{
+    return c->req->share_milli && c->s->gd[g].ntasks > 0;
+}
+
 /* Slices: the n feasible GPUs with the least room left, best first,
- * those within physical memory before those the charge overcommits. */
+ * those within physical memory before those the charge overcommits;
+ * for a time-shared request, empty GPUs before shared ones. */
 static int slice_gpus(struct sched_ctx *c, uint64_t cand)
 {
     const crater_sched_t *s = c->s;
@@ -311,6 +330,7 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
         /* best_room: what the k-th GPU could offer, for explain */
         uint32_t bleft = UINT32_MAX, bcharge = 0, best_room = 0;
         int bover = 1; /* the best so far overcommits its GPU */
+        int bjoin = 1; /* ... joins other tenants (time-shared only) */
         for (uint64_t m = cand & ~used; m; m &= m - 1) {
             int i = __builtin_ctzll(m);
             uint32_t g = first + (uint32_t)i;
@@ -320,13 +340,18 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
                                                   c->req->share_milli);
             uint32_t room = sched__room_mib(s, g);
             int over = charge && sched__overcommits(s, g, charge);
+            int join = joins(c, g);
             best_room = room > best_room ? room : best_room;
             if (charge
-                && (over < bover || (over == bover && room - charge < bleft))) {
+                && (over < bover
+                    || (over == bover
+                        && (join < bjoin
+                            || (join == bjoin && room - charge < bleft))))) {
                 bi = i;
                 bleft = room - charge;
                 bcharge = charge;
                 bover = over;
+                bjoin = join;
             }
         }
         if (bi < 0)

@@ -437,6 +437,12 @@ int sched__placement_overcommits(const crater_sched_t *s,
 /* What sched__eval() takes off the score of a placement that overcommits:
  * more than any policy's score range, so such placements rank last. */
 #define SCHED_OVERCOMMIT_PENALTY 1e6
+/* 1 when time-shared placement p joins tenants on one of its GPUs. */
+int sched__placement_joins(const crater_sched_t *s,
+                           const crater_placement_t *p);
+/* What it takes off the score of a time-shared placement that joins
+ * tenants: below every placement on empty GPUs, above any overcommit. */
+#define SCHED_JOIN_PENALTY 1e5
 
 /* Policies (policy.c): how feasible nodes rank and, optionally, which
  * GPUs a request takes in a node. score NULL: the weighted plugin scores;

@@ -129,7 +129,8 @@ static struct memo_key key_of(const crater_pass_job_t *j)
     k.iface = (int32_t)q->disk_iface;
     k.nvlink = (int32_t)q->nvlink;
     k.numa = (int32_t)q->numa;
-    k.flags = (q->preemptible ? 1 : 0) | (q->prefer_low_util ? 2 : 0);
+    k.flags = (q->preemptible ? 1 : 0) | (q->prefer_low_util ? 2 : 0)
+              | (q->disk_soft ? 4 : 0);
     k.share = q->share_milli;
     return k;
 }

@@ -287,8 +287,9 @@ static int frag_pick(struct sched_ctx *c, uint64_t cand, int exact)
     uint32_t left[MAX_GPUS];
     double before;
 
+    /* a time-shared job takes fit.c's choice (empty GPUs first) */
     if (c->s->ntypical == 0 || !c->req->slice_mib || c->req->gpus != 1
-        || c->req->nvlink == CRATER_NVLINK_REQUIRED) {
+        || c->req->nvlink == CRATER_NVLINK_REQUIRED || c->req->share_milli) {
         if (sched__pick_gpus_default(c, cand) < 0)
             return -1;
         sched__gpu_left(c->s, c->node, left);

@@ -56,6 +56,7 @@ static const struct ptab {
     {"profile_cpu", PD(profile_cpu), P_BOOL},
     {"profile_disk", PD(profile_disk), P_BOOL},
     {"profile_disk_high", PD(profile_disk_high), P_BOOL},
+    {"profile_disk_soft", PD(profile_disk_soft), P_BOOL},
     {"profile_gpu", PD(profile_gpu), P_BOOL},
     {"gpu_mem", PD(gpu_mem), P_DOUBLE},
     {"gpu_mem_sigma", PD(gpu_mem_sigma), P_DOUBLE},
@@ -90,6 +91,7 @@ static const crater_util_params_t seeds_preset = {
     .profile_cpu = true,
     .profile_disk = true,
     .profile_disk_high = false,
+    .profile_disk_soft = true,
     .profile_gpu = true,
     .gpu_mem = 0.35,
     .gpu_mem_sigma = 0.6,
@@ -291,9 +293,12 @@ static void job_request(const crater_util_params_t *p,
     uint64_t want = (uint64_t)ceil(fmin(u->cpu, cap) * 1000);
     if (p->profile_cpu && want > j->req.cpu_milli)
         j->req.cpu_milli = want;
+    bool high = j->cls == CRATER_REPLAY_HIGH;
     if (p->profile_disk
-        && (p->profile_disk_high || j->cls != CRATER_REPLAY_HIGH))
+        && (p->profile_disk_high || !high || p->profile_disk_soft)) {
         j->req.disk_bw = (uint64_t)fmin(u->disk, p->node_disk);
+        j->req.disk_soft = high && !p->profile_disk_high;
+    }
     /* whole GPUs only (a share is a slice already); the sim's GPUs are
      * 1000 units of memory (milli mode) */
     if (p->profile_gpu && u->gpu_milli % 1000 == 0)

@@ -3,9 +3,11 @@
  * time-shared slices and why it refuses the others; the placement rule
  * (time-shared jobs only with time-shared jobs, their profiled use within
  * maxUtil; plain slices never on a time-shared GPU) with its explanations;
- * commit and release as exact inverses; and the fast path against the
- * brute-force scan on random clusters, every GPU's tenants checked against
- * the rule from the live placements alone. */
+ * the fast path against the brute-force scan on random clusters, every
+ * GPU's tenants checked against the rule from the live placements alone;
+ * and a disk bandwidth request as a preference (disk_soft), the fix for
+ * the high-priority waits the profiled disk reservation caused (RESULTS
+ * "B4 measured, with GPU sharing"). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +111,9 @@ START_TEST(share_rule_and_explanations)
     ck_assert_uint_eq(p.share_milli, 400);
     ck_assert_uint_eq(p.gpu_mib[0], 12000 + 300); /* the enforced slice */
     ck_assert_int_eq(place_commit(s, &a, 2, &p, NULL), 0);
-    ck_assert_uint_eq(p.gpu[0], 0); /* 0.8 on GPU 0 */
+    ck_assert_uint_eq(p.gpu[0], 1); /* an empty GPU before co-location */
     ck_assert_int_eq(place_commit(s, &a, 3, &p, NULL), 0);
-    ck_assert_uint_eq(p.gpu[0], 1); /* 1.2 would pass 0.9 */
+    ck_assert_uint_eq(p.gpu[0], 0); /* none empty: joins, 0.8 on GPU 0 */
     ck_assert_int_eq(place_commit(s, &plain, 4, &p, why), -1);
     ck_assert_str_eq(why,
                      "0/1 nodes fit: 1 GPUs time-shared by profiled "
@@ -154,6 +156,30 @@ START_TEST(share_rule_and_explanations)
                      "0/1 nodes fit: 1 GPU sharing: profiled use would "
                      "pass gpuShare.maxUtil (limit 90%, best 100% on "
                      "gpu-a100-0)");
+    crater_sched_destroy(s);
+}
+END_TEST
+
+/* a2-a100 has one 6.9 GB/s disk: a hard request past what is free waits,
+ * a soft one is placed without its bandwidth, and with it when free. */
+START_TEST(soft_disk_request_is_a_preference)
+{
+    crater_sched_t *s = load(EX("a2-a100.yaml"));
+    crater_request_t hard = req_slice(0, 0), soft;
+    crater_placement_t p;
+    crater_error_t err;
+
+    hard.disk_bw = 5000000000ull;
+    soft = hard;
+    soft.disk_soft = true;
+    ck_assert_int_eq(place_commit(s, &hard, 1, &p, NULL), 0);
+    ck_assert_uint_eq(p.disk_bw, 5000000000ull);
+    ck_assert_int_eq(place_commit(s, &hard, 2, &p, NULL), -1);
+    ck_assert_int_eq(place_commit(s, &soft, 2, &p, NULL), 0);
+    ck_assert_uint_eq(p.disk_bw, 0);
+    ck_assert_int_eq(crater_sched_release(s, 1, &err), 0);
+    ck_assert_int_eq(place_commit(s, &soft, 3, &p, NULL), 0);
+    ck_assert_uint_eq(p.disk_bw, 5000000000ull);
     crater_sched_destroy(s);
 }
 END_TEST
@@ -305,6 +331,7 @@ int main(void)
     tcase_add_test(tc, share_converts_only_profiled_whole_gpu_requests);
     tcase_add_test(tc, share_rule_and_explanations);
     tcase_add_test(tc, sharing_on_changes_nothing_without_shared_jobs);
+    tcase_add_test(tc, soft_disk_request_is_a_preference);
     tcase_add_test(tc, differential_random_clusters_with_sharing);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
