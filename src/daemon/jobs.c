@@ -152,6 +152,10 @@ json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl)
                             json_string(n->storage[pl->storage].device));
     if (o)
         json_object_set_new(o, "numa_charges", numa_charges(pl));
+    if (o && pl->share_milli) /* time-shared: the profiled use charged */
+        json_object_set_new(o,
+                            "gpu_share",
+                            json_real(pl->share_milli / 1000.0));
     return o;
 }
 
