@@ -16,7 +16,10 @@
  * maxTasksPerGPU tasks and at most overcommitRatio x its memory in
  * charges; charges beyond physical memory are admitted only while the
  * GPU's *measured* use plus the new slice stays under safetyWatermark x
- * physical. A whole-GPU request needs GPUs with no task at all.
+ * physical. A whole-GPU request needs GPUs with no task at all. With
+ * scheduler.gpuShare a profiled whole-GPU request may be made time-shared
+ * (crater_sched_share): a slice that joins only other time-shared jobs,
+ * their profiled use summed within maxUtil, empty GPUs first.
  *
  * Speed. Nodes in identical state (same static type, same allocation and
  * measurements) give identical filter and score results for any request,

@@ -14,6 +14,14 @@
  * not one, a bounded search over the free GPUs (the GPUs with room) finds the
  * first clique in index order.
  *
+ * GPU sharing (scheduler.gpuShare, doc/scheduling.md "GPU sharing"): a
+ * time-shared whole-GPU job is a slice carrying its profiled use; every
+ * policy's GPU choice goes through sched__pick_gpus(), which first keeps
+ * the GPUs the sharing rule allows (time-shared jobs only with
+ * time-shared jobs, their use within maxUtil; plain slices never with
+ * them), so no policy can bypass it. A time-shared job takes an empty
+ * GPU before one with tenants: co-location is the last resort.
+ *
  * Everything here is deterministic and depends only on the node's state
  * and the request, which the class index relies on.
  */

@@ -5,7 +5,9 @@
  * from a random stream of its own (seed, index), so the three policies
  * see the same jobs; only their requests differ (the GPU-count and k8s
  * schedulers round a share up to a GPU, Crater asks for the CPU and disk
- * bandwidth its profile measured). */
+ * bandwidth its profile measured, high priority's disk as a preference,
+ * and time-shares whole-GPU jobs by their GPU profile: intrinsic use x
+ * mean load, peak memory a lognormal share of the GPU). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
