@@ -81,6 +81,12 @@ typedef struct crater_config {
         double idle_gpu_threshold;   /* scheduler.idleGpuThreshold */
         uint64_t idle_gpu_window_ms; /* scheduler.idleGpuWindow, 0 = off */
         uint64_t idle_gpu_grace_ms;  /* scheduler.idleGpuGrace */
+        struct {
+            bool enabled;
+            double max_util;      /* sum of profiled use per GPU */
+            double memory_margin; /* slice = peak x (1 + margin) */
+            uint32_t min_samples; /* readings before a profile counts */
+        } gpu_share;              /* scheduler.gpuShare */
     } scheduler;
     struct {
         uint64_t heartbeat_interval_ms; /* agent.heartbeatInterval */

@@ -16,7 +16,10 @@
  * maxTasksPerGPU tasks and at most overcommitRatio x its memory in
  * charges; charges beyond physical memory are admitted only while the
  * GPU's *measured* use plus the new slice stays under safetyWatermark x
- * physical. A whole-GPU request needs GPUs with no task at all.
+ * physical. A whole-GPU request needs GPUs with no task at all. With
+ * scheduler.gpuShare a profiled whole-GPU request may be made time-shared
+ * (crater_sched_share): a slice that joins only other time-shared jobs,
+ * their profiled use summed within maxUtil, empty GPUs first.
  *
  * Speed. Nodes in identical state (same static type, same allocation and
  * measurements) give identical filter and score results for any request,
@@ -86,6 +89,12 @@ typedef struct crater_request {
     int32_t priority;
     bool preemptible;
     bool prefer_low_util;
+    /* A time-shared whole-GPU job (crater_sched_share): its profiled GPU
+     * use in thousandths, > 0 only with slice_mib > 0; 0: not shared. */
+    uint16_t share_milli;
+    /* disk_bw is a preference: where no node has it free, the request is
+     * placed without it (crater_sched_place tries it first) */
+    bool disk_soft;
     const crater_jobspec_t *spec; /* selectors, tolerations, dataset;
                                      borrowed, may be NULL */
 } crater_request_t;
@@ -104,6 +113,9 @@ typedef struct crater_placement {
     uint64_t disk_iops;
     uint64_t disk_bw;
     int storage; /* index into the node's storage, -1 none */
+    /* profiled use (thousandths) charged on each of its GPUs: a
+     * time-shared whole-GPU job's slices; 0: none */
+    uint16_t share_milli;
     double score;
 } crater_placement_t;
 
@@ -172,6 +184,22 @@ int crater_request_from_spec(const crater_sched_t *s,
                              const crater_jobspec_t *spec,
                              crater_request_t *req,
                              crater_error_t *err);
+
+/* GPU sharing (scheduler.gpuShare, doc/scheduling.md "GPU sharing"):
+ * turn a whole-GPU request into a time-shared one, a slice of
+ * peak_mib x (1 + memoryMargin) MiB per GPU carrying its profiled GPU
+ * use util (a fraction), so that it may join other time-shared jobs on a
+ * GPU while their profiled use adds up to at most maxUtil. The caller
+ * passes the job's measured profile (a job without one is never shared).
+ * Returns 1 when req was changed; 0 when it stays as it was, with *why
+ * (static text; why may be NULL) naming the reason: sharing off, not a
+ * whole-GPU request, use at or above maxUtil, or a slice larger than
+ * every GPU of the cluster. */
+int crater_sched_share(const crater_sched_t *s,
+                       crater_request_t *req,
+                       double util,
+                       uint64_t peak_mib,
+                       const char **why);
 
 /* Find the best placement. 0 on success; -1 with CRATER_EUNSCHED when
  * no node fits (see explain.h for why). Changes nothing. err may be NULL:

@@ -35,7 +35,8 @@ typedef enum crater_util_policy {
     CRATER_UTIL_GPUCOUNT, /* whole GPUs, first fit, CPU/memory fit only */
     CRATER_UTIL_K8S,      /* whole GPUs, least-allocated spreading */
     CRATER_UTIL_CRATER,   /* slices, joint placement with profiled
-                             demands, overcommit, idle reclaim, preemption */
+                             demands, overcommit, idle reclaim, preemption,
+                             GPU sharing by profile */
     CRATER_UTIL_NPOLICY
 } crater_util_policy_t;
 
@@ -64,6 +65,17 @@ typedef struct crater_util_params {
     uint64_t idle_reclaim_ms; /* idleGpuWindow + idleGpuGrace */
     bool profile_cpu;         /* request the loader CPU it measured */
     bool profile_disk;        /* request the disk bandwidth */
+    bool profile_disk_high;   /* ... for high-priority jobs too */
+    bool profile_disk_soft;   /* high priority (profile_disk_high off):
+                                 as a preference (crater_request_t
+                                 disk_soft) rather than not at all */
+    bool profile_gpu;         /* time-share whole-GPU jobs by their GPU
+                                 profile (scheduler.gpuShare) */
+    double gpu_mem;           /* a whole-GPU job's peak GPU memory, share
+                                 of its GPU, median (lognormal) */
+    double gpu_mem_sigma;     /* its lognormal spread */
+    double max_util;          /* gpuShare.maxUtil (capped at 1) */
+    double mem_margin;        /* gpuShare.memoryMargin */
     bool whole_only;          /* keep only whole-GPU pods ("whole") */
 } crater_util_params_t;
 

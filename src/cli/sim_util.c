@@ -153,23 +153,14 @@ fail:
 }
 
 static const char *const swept[] = {
-    "load",
-    "intr_lo",
-    "cpu_per_gpu",
-    "disk_per_gpu",
-    "membw_per_gpu",
-    "sigma",
-    "cpuonly_burst",
-    "cpu_req_scale",
-    "node_disk",
-    "interactive",
-    "idle_frac",
-    "inference",
-    "trough",
-    "overcommit",
-    "idle_reclaim_h",
-    "profile_cpu",
-    "profile_disk",
+    "load",          "intr_lo",       "cpu_per_gpu",
+    "disk_per_gpu",  "membw_per_gpu", "sigma",
+    "cpuonly_burst", "cpu_req_scale", "node_disk",
+    "interactive",   "idle_frac",     "inference",
+    "trough",        "overcommit",    "idle_reclaim_h",
+    "profile_cpu",   "profile_disk",  "profile_disk_high",
+    "profile_gpu",   "gpu_mem",       "gpu_mem_sigma",
+    "max_util",      "mem_margin",
 };
 
 static int sweep_one(const crater_util_params_t *base, const char *key)

@@ -95,6 +95,7 @@ static int check_billing(crater_dec_t *d, const void *field);
 static const char *const sections[] = {"scheduler",
                                        "scheduler.scoreWeights",
                                        "scheduler.pluginWeights",
+                                       "scheduler.gpuShare",
                                        "agent",
                                        "monitoring",
                                        "inference",
@@ -230,6 +231,24 @@ static const row_t rows[] = {
  "30m", 0, 30 * DAY_MS, 0, NULL, NULL,
  "How long a job warned for idle GPUs may stay idle before it is "
  "reclaimed."},
+
+{"scheduler.gpuShare.enabled", T_BOOL, F(scheduler.gpu_share.enabled),
+ "false", 0, 0, 0, NULL, NULL,
+ "Time-share GPUs between whole-GPU jobs whose measured profile shows low "
+ "GPU use: such a job is placed as a memory slice of its measured peak "
+ "(enforced like any slice) on a GPU whose tenants' profiled use stays "
+ "within maxUtil (doc/scheduling.md \"GPU sharing\")."},
+{"scheduler.gpuShare.maxUtil", T_FRACTION, F(scheduler.gpu_share.max_util),
+ "0.9", 0, 1, MIN_EXCL, NULL, NULL,
+ "Most profiled GPU utilisation the time-sharing jobs of one GPU may add "
+ "up to; a job measured at or above it is never shared."},
+{"scheduler.gpuShare.memoryMargin", T_DOUBLE,
+ F(scheduler.gpu_share.memory_margin), "0.2", 0, 4, 0, NULL, NULL,
+ "A shared job's slice is its measured peak GPU memory times (1 + this)."},
+{"scheduler.gpuShare.minSamples", T_UINT, F(scheduler.gpu_share.min_samples),
+ "12", 1, 1000000, 0, NULL, NULL,
+ "Utilisation readings of a job holding its GPUs alone before its profile "
+ "counts (a job with fewer is not shared)."},
 
 {"agent.heartbeatInterval", T_DURATION, F(agent.heartbeat_interval_ms), "5s",
  100, 600e3, 0, NULL, NULL, "Time between two heartbeats of an agent."},

@@ -731,6 +731,7 @@ static void h_heartbeat(crater_http_req_t *r,
         if (u->replica == 0) /* a gang's samples: its first replica */
             add_sample(j, u, now);
         idle_observe(d, j, u->replica, &hb, now);
+        gshare_observe(d, j, u->replica, &hb);
     }
     cost_heartbeat(d, n, &hb, now);
     crater_http_json(resp, 200, json_pack("{s:b}", "ok", 1));

@@ -131,6 +131,13 @@ typedef struct djob {
      * attempt idle_attempt (not stored: a restart starts over) */
     crater_idle_t idle;
     uint32_t idle_attempt;
+    /* GPU sharing (gshare.c, in memory): the GPU profile over its
+     * attempts (readings, their utilisation summed, peak MiB in use) and
+     * why it is not time-shared (static text; NULL: not asked yet) */
+    uint32_t gs_samples;
+    double gs_use_sum;
+    uint64_t gs_peak_mib;
+    const char *gs_why;
     bool cost_capped; /* cost.c: stopped for its costCap (not stored) */
     /* A replica of an inference service (services.c): the service's job
      * id (0: not a replica), its role (crater__svc_role_t), its number in
@@ -646,6 +653,20 @@ void idle_observe(crater_daemon_t *d,
 json_t *idle_json(const crater_daemon_t *d, const djob_t *j);
 /* Running jobs warned for idle GPUs (the crater_idle_gpu_jobs gauge). */
 size_t idle_warned_jobs(const crater_daemon_t *d);
+
+/* ---- GPU sharing (gshare.c) ---- */
+/* One heartbeat's reading of j's task replica, into j's GPU profile.
+ * Caller holds d->mu (as all three). */
+void gshare_observe(crater_daemon_t *d,
+                    djob_t *j,
+                    uint32_t replica,
+                    const crater_proto_heartbeat_t *h);
+/* Before the pass places pending j: make its request time-shared when
+ * gpuShare is on and its profile qualifies (crater_sched_share). */
+void gshare_prepare(crater_daemon_t *d, djob_t *j);
+/* {shared, samples, use, peak_mib, slice_mib | why_not} for a GPU job
+ * while gpuShare is on; NULL otherwise. New reference. */
+json_t *gshare_json(const crater_daemon_t *d, const djob_t *j);
 
 /* ---- retention.c ----------------------------------------------------------
  */

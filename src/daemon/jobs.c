@@ -152,6 +152,10 @@ json_t *placement_json(crater_daemon_t *d, const crater_placement_t *pl)
                             json_string(n->storage[pl->storage].device));
     if (o)
         json_object_set_new(o, "numa_charges", numa_charges(pl));
+    if (o && pl->share_milli) /* time-shared: the profiled use charged */
+        json_object_set_new(o,
+                            "gpu_share",
+                            json_real(pl->share_milli / 1000.0));
     return o;
 }
 
@@ -173,34 +177,40 @@ json_t *placement_store(crater_daemon_t *d, const crater_placement_t *pl)
         gpu[i] = pl->gpu[i];
         mib[i] = pl->gpu_mib[i];
     }
-    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:I, s:I, s:o, s:o, s:I,"
-                     " s:I, s:i, s:f}",
-                     "node",
-                     n ? n->name : "",
-                     "gpu",
-                     u64_array(gpu, pl->ngpus),
-                     "gpu_mib",
-                     u64_array(mib, pl->ngpus),
-                     "whole",
-                     pl->whole,
-                     "numa",
-                     pl->numa,
-                     "cpu_milli",
-                     (json_int_t)pl->cpu_milli,
-                     "mem_bytes",
-                     (json_int_t)pl->mem_bytes,
-                     "numa_cpu",
-                     u64_array(pl->numa_cpu, CRATER_SCHED_MAX_NUMA),
-                     "numa_mem",
-                     u64_array(pl->numa_mem, CRATER_SCHED_MAX_NUMA),
-                     "disk_iops",
-                     (json_int_t)pl->disk_iops,
-                     "disk_bw",
-                     (json_int_t)pl->disk_bw,
-                     "storage",
-                     pl->storage,
-                     "score",
-                     pl->score);
+    json_t *o = json_pack("{s:s, s:o, s:o, s:b, s:i, s:I, s:I, s:o, s:o, s:I,"
+                          " s:I, s:i, s:f}",
+                          "node",
+                          n ? n->name : "",
+                          "gpu",
+                          u64_array(gpu, pl->ngpus),
+                          "gpu_mib",
+                          u64_array(mib, pl->ngpus),
+                          "whole",
+                          pl->whole,
+                          "numa",
+                          pl->numa,
+                          "cpu_milli",
+                          (json_int_t)pl->cpu_milli,
+                          "mem_bytes",
+                          (json_int_t)pl->mem_bytes,
+                          "numa_cpu",
+                          u64_array(pl->numa_cpu, CRATER_SCHED_MAX_NUMA),
+                          "numa_mem",
+                          u64_array(pl->numa_mem, CRATER_SCHED_MAX_NUMA),
+                          "disk_iops",
+                          (json_int_t)pl->disk_iops,
+                          "disk_bw",
+                          (json_int_t)pl->disk_bw,
+                          "storage",
+                          pl->storage,
+                          "score",
+                          pl->score);
+
+    /* a time-shared job's profiled use (absent otherwise: older records
+     * and plain placements read back as 0) */
+    if (o && pl->share_milli)
+        json_object_set_new(o, "gpu_share", json_integer(pl->share_milli));
+    return o;
 }
 
 static int load_u64s(json_t *a, uint64_t *out, size_t max, size_t *n)
@@ -230,11 +240,12 @@ int placement_load(crater_daemon_t *d, json_t *v, crater_placement_t *pl)
     json_t *jg, *jm, *jnc, *jnm;
     size_t ng, nm, nn;
     double score = 0;
+    json_int_t share = 0;
 
     memset(pl, 0, sizeof(*pl));
     if (json_unpack(v,
                     "{s:s, s:o, s:o, s:b, s:i, s:I, s:I, s:o, s:o, s:I,"
-                    " s:I, s:i, s?F}",
+                    " s:I, s:i, s?F, s?I}",
                     "node",
                     &node,
                     "gpu",
@@ -260,8 +271,11 @@ int placement_load(crater_daemon_t *d, json_t *v, crater_placement_t *pl)
                     "storage",
                     &storage,
                     "score",
-                    &score)
+                    &score,
+                    "gpu_share",
+                    &share)
             < 0
+        || share < 0 || share > 1000
         || (sid = crater_sched_find_node(d->sched, node))
                == CRATER_SCHED_NO_NODE
         || load_u64s(jg, gpu, CRATER_MAX_GPUS_PER_NODE, &ng) < 0
@@ -283,6 +297,7 @@ int placement_load(crater_daemon_t *d, json_t *v, crater_placement_t *pl)
     pl->disk_bw = (uint64_t)bw;
     pl->storage = storage;
     pl->score = score;
+    pl->share_milli = (uint16_t)share;
     return 0;
 }
 
@@ -409,6 +424,8 @@ json_t *job_to_json(crater_daemon_t *d, const djob_t *j, bool full)
         json_object_set_new(o, "idle", idle);
     if ((idle = cost_job_json(d, j)))
         json_object_set_new(o, "cost", idle);
+    if ((idle = gshare_json(d, j)))
+        json_object_set_new(o, "gpu_share", idle);
     if (full) {
         json_object_set(o, "spec", j->spec_json);
         json_object_set(o, "history", j->history);

@@ -388,6 +388,7 @@ static int op_job(void *arg, uint64_t id, crater_pass_job_t *out)
     if (!j || j->state != JS_PENDING || j->waiting_for)
         return 0;
     d->decide_t0 = mono_s();
+    gshare_prepare(d, j);
     out->req = &j->req;
     out->replicas = j->nrep ? j->nrep : 1;
     out->task = job_task_id(j, 0);

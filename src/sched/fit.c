@@ -14,6 +14,14 @@
  * not one, a bounded search over the free GPUs (the GPUs with room) finds the
  * first clique in index order.
  *
+ * GPU sharing (scheduler.gpuShare, doc/scheduling.md "GPU sharing"): a
+ * time-shared whole-GPU job is a slice carrying its profiled use; every
+ * policy's GPU choice goes through sched__pick_gpus(), which first keeps
+ * the GPUs the sharing rule allows (time-shared jobs only with
+ * time-shared jobs, their use within maxUtil; plain slices never with
+ * them), so no policy can bypass it. A time-shared job takes an empty
+ * GPU before one with tenants: co-location is the last resort.
+ *
  * Everything here is deterministic and depends only on the node's state
  * and the request, which the class index relies on.
  */
@@ -40,16 +48,27 @@ uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
     return m;
 }
 
+int sched__share_ok(const crater_sched_t *s, uint32_t g, uint16_t share)
+{
+    const struct gpu_dyn *d = &s->gd[g];
+
+    if (!share)
+        return d->nshared == 0;
+    return d->ntasks == d->nshared
+           && (uint32_t)d->share + share <= s->share_max;
+}
+
 /* Charge a slice request puts on GPU g, or 0 when g cannot take it. */
 uint32_t sched__slice_charge(const crater_sched_t *s,
                              uint32_t g,
-                             uint32_t slice)
+                             uint32_t slice,
+                             uint16_t share)
 {
     uint32_t charge = slice + s->ctx_mib;
     const struct gpu_dyn *d = &s->gd[g];
     uint32_t mem = s->gs[g].mem_mib;
 
-    if (sched__room_mib(s, g) < charge)
+    if (sched__room_mib(s, g) < charge || !sched__share_ok(s, g, share))
         return 0;
     /* beyond physical memory only while measured use stays safe */
     if ((uint64_t)d->reserved_mib + charge > mem
@@ -61,6 +80,16 @@ uint32_t sched__slice_charge(const crater_sched_t *s,
 int sched__overcommits(const crater_sched_t *s, uint32_t g, uint32_t charge)
 {
     return (uint64_t)s->gd[g].reserved_mib + charge > s->gs[g].mem_mib;
+}
+
+int sched__placement_joins(const crater_sched_t *s, const crater_placement_t *p)
+{
+    uint32_t first = s->st[p->node].gpu_first;
+
+    for (uint32_t i = 0; p->share_milli && i < p->ngpus; i++)
+        if (s->gd[first + p->gpu[i]].ntasks > 0)
+            return 1;
+    return 0;
 }
 
 int sched__placement_overcommits(const crater_sched_t *s,
@@ -240,7 +269,10 @@ static int slice_clique(struct sched_ctx *c, uint64_t cand)
 
     for (uint64_t m = cand; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
-        if (sched__slice_charge(s, first + (uint32_t)i, slice))
+        if (sched__slice_charge(s,
+                                first + (uint32_t)i,
+                                slice,
+                                c->req->share_milli))
             ok |= 1ull << i;
     }
     if (!(set = find_clique(s, first, ok, 0, c->req->gpus)))
@@ -253,8 +285,10 @@ static int slice_clique(struct sched_ctx *c, uint64_t cand)
     for (uint64_t m = set; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
         c->p.gpu[c->p.ngpus] = (uint8_t)i;
-        c->p.gpu_mib[c->p.ngpus++] =
-            sched__slice_charge(s, first + (uint32_t)i, slice);
+        c->p.gpu_mib[c->p.ngpus++] = sched__slice_charge(s,
+                                                         first + (uint32_t)i,
+                                                         slice,
+                                                         c->req->share_milli);
     }
     return 0;
 }
@@ -282,8 +316,17 @@ static int slice_fail(struct sched_ctx *c, uint64_t cand, uint32_t best_room)
                 U_COUNT);
 }
 
+/* 1 when a time-shared request would join tenants on GPU g: such a GPU
+ * ranks after every empty one (co-location is the last resort, as
+ * overcommit is: a shared job alone on a GPU runs at its full speed). */
+static int joins(const struct sched_ctx *c, uint32_t g)
+{
+    return c->req->share_milli && c->s->gd[g].ntasks > 0;
+}
+
 /* Slices: the n feasible GPUs with the least room left, best first,
- * those within physical memory before those the charge overcommits. */
+ * those within physical memory before those the charge overcommits;
+ * for a time-shared request, empty GPUs before shared ones. */
 static int slice_gpus(struct sched_ctx *c, uint64_t cand)
 {
     const crater_sched_t *s = c->s;
@@ -295,19 +338,28 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
         /* best_room: what the k-th GPU could offer, for explain */
         uint32_t bleft = UINT32_MAX, bcharge = 0, best_room = 0;
         int bover = 1; /* the best so far overcommits its GPU */
+        int bjoin = 1; /* ... joins other tenants (time-shared only) */
         for (uint64_t m = cand & ~used; m; m &= m - 1) {
             int i = __builtin_ctzll(m);
             uint32_t g = first + (uint32_t)i;
-            uint32_t charge = sched__slice_charge(s, g, c->req->slice_mib);
+            uint32_t charge = sched__slice_charge(s,
+                                                  g,
+                                                  c->req->slice_mib,
+                                                  c->req->share_milli);
             uint32_t room = sched__room_mib(s, g);
             int over = charge && sched__overcommits(s, g, charge);
+            int join = joins(c, g);
             best_room = room > best_room ? room : best_room;
             if (charge
-                && (over < bover || (over == bover && room - charge < bleft))) {
+                && (over < bover
+                    || (over == bover
+                        && (join < bjoin
+                            || (join == bjoin && room - charge < bleft))))) {
                 bi = i;
                 bleft = room - charge;
                 bcharge = charge;
                 bover = over;
+                bjoin = join;
             }
         }
         if (bi < 0)
@@ -322,15 +374,77 @@ static int slice_gpus(struct sched_ctx *c, uint64_t cand)
     return 0;
 }
 
+/* The sharing rule refused every GPU of cand: say which way. A
+ * time-shared request names the lowest profiled use it would reach on a
+ * GPU holding only time-shared jobs (against gpuShare.maxUtil). */
+static int share_fail(struct sched_ctx *c, uint64_t cand)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first, best = UINT32_MAX;
+
+    if (!c->req->share_milli)
+        return fail(c,
+                    "GPUs time-shared by profiled whole-GPU jobs (gpuShare)",
+                    c->req->gpus,
+                    0,
+                    U_COUNT);
+    for (uint64_t m = cand; m; m &= m - 1) {
+        const struct gpu_dyn *d = &s->gd[first + (uint32_t)__builtin_ctzll(m)];
+        uint32_t use = (uint32_t)d->share + c->req->share_milli;
+        if (d->ntasks == d->nshared && use < best)
+            best = use;
+    }
+    if (best == UINT32_MAX)
+        return fail(c,
+                    "GPU sharing: every GPU holds a job that is not "
+                    "time-shared",
+                    c->req->gpus,
+                    0,
+                    U_COUNT);
+    return fail(c,
+                "GPU sharing: profiled use would pass gpuShare.maxUtil",
+                (s->share_max + 5) / 10,
+                (best + 5) / 10,
+                U_PERCENT);
+}
+
+/* The GPUs of cand the sharing rule lets a slice request onto (all of
+ * them for whole GPUs, and while nothing is time-shared). */
+static uint64_t share_mask(const struct sched_ctx *c, uint64_t cand)
+{
+    const crater_sched_t *s = c->s;
+    uint32_t first = s->st[c->node].gpu_first;
+    uint64_t ok = 0;
+
+    if (!c->req->slice_mib)
+        return cand;
+    for (uint64_t m = cand; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        if (sched__share_ok(s, first + (uint32_t)i, c->req->share_milli))
+            ok |= 1ull << i;
+    }
+    return ok;
+}
+
+/* Every policy's GPU choice goes through here, so the sharing rule holds
+ * whichever policy picks (some pick shares by free memory alone). */
 int sched__pick_gpus(struct sched_ctx *c, uint64_t cand)
 {
     const sched_policy_ops_t *pol = c->s->policy;
+    uint64_t ok;
+    int rc;
 
     if (c->s->gpu_allow) /* the gang search's alternative (gang.c) */
         cand &= c->s->gpu_allow;
+    if (cand && !(ok = share_mask(c, cand)))
+        return share_fail(c, cand);
+    cand = cand ? ok : cand;
     if (pol && pol->pick_gpus)
-        return pol->pick_gpus(c, cand);
-    return sched__pick_gpus_default(c, cand);
+        rc = pol->pick_gpus(c, cand);
+    else
+        rc = sched__pick_gpus_default(c, cand);
+    c->p.share_milli = rc == 0 && !c->p.whole ? c->req->share_milli : 0;
+    return rc;
 }
 
 int sched__pick_gpus_default(struct sched_ctx *c, uint64_t cand)

@@ -45,10 +45,13 @@ struct gpu_dyn {
     uint32_t reserved_mib; /* sum of charges */
     uint32_t used_mib;     /* measured */
     uint8_t ntasks;
-    uint8_t whole; /* held whole by one task */
-    uint8_t pad[2];
-    float util; /* measured SM utilisation */
-    float pcie; /* measured use of its upstream root */
+    uint8_t whole;   /* held whole by one task */
+    uint8_t nshared; /* of ntasks, time-shared whole-GPU jobs (fit.c) */
+    uint8_t pad;
+    float util;     /* measured SM utilisation */
+    float pcie;     /* measured use of its upstream root */
+    uint16_t share; /* their profiled use summed, thousandths */
+    uint8_t pad2[2];
 };
 
 struct dev_static {
@@ -224,6 +227,11 @@ struct crater_sched {
     uint64_t min_cpu_per_gpu; /* millicores */
     uint64_t min_mem_per_gpu;
     uint64_t preempt_min_ms; /* a task younger than this is no victim */
+    /* scheduler.gpuShare: on, the most profiled use (thousandths) a
+     * GPU's time-sharing jobs add up to, the slice margin */
+    bool share_on;
+    uint16_t share_max;
+    double share_margin;
     const crater_kb_t *kb;
     crater_sched_env_t env;
 
@@ -409,11 +417,18 @@ uint64_t sched__gpu_mask_on_numa(const crater_sched_t *s,
                                  uint32_t node,
                                  int numa);
 /* The charge a slice of slice MiB puts on GPU g (slice + context), or 0
- * when g cannot take it (room, task limit, or the watermark when the
- * charge would go past physical memory). */
+ * when g cannot take it (room, task limit, the watermark when the charge
+ * would go past physical memory, or the sharing rule: a time-shared
+ * request (share > 0, its profiled use in thousandths) needs a GPU whose
+ * tenants are all time-shared and whose profiled use plus share stays
+ * within gpuShare.maxUtil; a plain slice (share 0) needs a GPU with no
+ * time-shared tenant). */
 uint32_t sched__slice_charge(const crater_sched_t *s,
                              uint32_t g,
-                             uint32_t slice);
+                             uint32_t slice,
+                             uint16_t share);
+/* The sharing rule of sched__slice_charge alone. */
+int sched__share_ok(const crater_sched_t *s, uint32_t g, uint16_t share);
 /* 1 when charging charge MiB more on GPU g goes past its physical memory;
  * for a placement, when any of its slices does (whole GPUs never do). */
 int sched__overcommits(const crater_sched_t *s, uint32_t g, uint32_t charge);
@@ -422,6 +437,12 @@ int sched__placement_overcommits(const crater_sched_t *s,
 /* What sched__eval() takes off the score of a placement that overcommits:
  * more than any policy's score range, so such placements rank last. */
 #define SCHED_OVERCOMMIT_PENALTY 1e6
+/* 1 when time-shared placement p joins tenants on one of its GPUs. */
+int sched__placement_joins(const crater_sched_t *s,
+                           const crater_placement_t *p);
+/* What it takes off the score of a time-shared placement that joins
+ * tenants: below every placement on empty GPUs, above any overcommit. */
+#define SCHED_JOIN_PENALTY 1e5
 
 /* Policies (policy.c): how feasible nodes rank and, optionally, which
  * GPUs a request takes in a node. score NULL: the weighted plugin scores;

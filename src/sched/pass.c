@@ -54,7 +54,7 @@ struct memo_key {
     uint32_t gpus, slice, lat, min_sm, min_cc, replicas;
     int32_t prio;
     int32_t iface, nvlink, numa;
-    int32_t flags, pad;
+    int32_t flags, share; /* share: crater_request_t.share_milli */
 };
 
 struct memo_slot {
@@ -129,7 +129,9 @@ static struct memo_key key_of(const crater_pass_job_t *j)
     k.iface = (int32_t)q->disk_iface;
     k.nvlink = (int32_t)q->nvlink;
     k.numa = (int32_t)q->numa;
-    k.flags = (q->preemptible ? 1 : 0) | (q->prefer_low_util ? 2 : 0);
+    k.flags = (q->preemptible ? 1 : 0) | (q->prefer_low_util ? 2 : 0)
+              | (q->disk_soft ? 4 : 0);
+    k.share = q->share_milli;
     return k;
 }
 

@@ -18,6 +18,7 @@
  * per reason and, per reason, the node that came closest. Failure is the
  * rare path, so it is allowed to cost a full pass.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,8 +65,10 @@ static double order_bias(const crater_sched_t *s, uint32_t node)
 /* Run every filter; on success score the reservation, less the policy's
  * first-fit bias. A placement that overcommits a GPU's memory scores
  * SCHED_OVERCOMMIT_PENALTY lower, so that it wins only where nothing
- * fits within physical memory (overcommit is the last resort); the
- * penalty is part of raw, so the class memo keeps it too. */
+ * fits within physical memory (overcommit is the last resort); a
+ * time-shared one that joins other tenants SCHED_JOIN_PENALTY lower
+ * (co-location is the last resort short of overcommit); the penalties
+ * are part of raw, so the class memo keeps them too. */
 int sched__eval(crater_sched_t *s,
                 uint32_t node,
                 const crater_request_t *r,
@@ -79,6 +82,8 @@ int sched__eval(crater_sched_t *s,
                                                  : sched__plugin_score(c);
     if (s->overcommit > 1 && sched__placement_overcommits(s, &c->p))
         c->raw -= SCHED_OVERCOMMIT_PENALTY;
+    if (c->p.share_milli && sched__placement_joins(s, &c->p))
+        c->raw -= SCHED_JOIN_PENALTY;
     c->p.score = c->raw - order_bias(s, node);
     return 0;
 }
@@ -211,7 +216,9 @@ static uint64_t memo_key(const crater_sched_t *s, const crater_request_t *r)
             && (sp->nselector || sp->ntolerations || sp->dataset || sp->image)))
         return 0;
     h = mix(h, r->gpus);
-    h = mix(h, r->slice_mib);
+    h = mix(h,
+            (uint64_t)r->disk_soft << 48 | (uint64_t)r->share_milli << 32
+                | r->slice_mib);
     h = mix(h, r->cpu_milli);
     h = mix(h, r->mem_bytes);
     h = mix(h, r->disk_iops);
@@ -358,10 +365,10 @@ static int place_memo(crater_sched_t *s,
     return 0;
 }
 
-int crater_sched_place(crater_sched_t *s,
-                       const crater_request_t *r,
-                       crater_placement_t *out,
-                       crater_error_t *err)
+static int place_fast(crater_sched_t *s,
+                      const crater_request_t *r,
+                      crater_placement_t *out,
+                      crater_error_t *err)
 {
     crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
     struct sched_ctx c;
@@ -389,10 +396,10 @@ int crater_sched_place(crater_sched_t *s,
     return 0;
 }
 
-int crater_sched_place_bruteforce(crater_sched_t *s,
-                                  const crater_request_t *r,
-                                  crater_placement_t *out,
-                                  crater_error_t *err)
+static int place_scan(crater_sched_t *s,
+                      const crater_request_t *r,
+                      crater_placement_t *out,
+                      crater_error_t *err)
 {
     crater_placement_t best = {.node = CRATER_SCHED_NO_NODE};
     struct sched_ctx c;
@@ -408,6 +415,44 @@ int crater_sched_place_bruteforce(crater_sched_t *s,
         return unschedulable(s, r, err, 0);
     *out = best;
     return 0;
+}
+
+/* A soft disk request (disk_soft) is placed with its bandwidth where a
+ * node has it free, else without (the explanation is the second's). */
+static int place_soft(crater_sched_t *s,
+                      const crater_request_t *r,
+                      crater_placement_t *out,
+                      crater_error_t *err,
+                      int (*place)(crater_sched_t *,
+                                   const crater_request_t *,
+                                   crater_placement_t *,
+                                   crater_error_t *))
+{
+    crater_request_t w = *r;
+
+    if (!r->disk_soft || !r->disk_bw)
+        return place(s, r, out, err);
+    if (place(s, r, out, NULL) == 0)
+        return 0;
+    w.disk_bw = 0;
+    w.disk_soft = false;
+    return place(s, &w, out, err);
+}
+
+int crater_sched_place(crater_sched_t *s,
+                       const crater_request_t *r,
+                       crater_placement_t *out,
+                       crater_error_t *err)
+{
+    return place_soft(s, r, out, err, place_fast);
+}
+
+int crater_sched_place_bruteforce(crater_sched_t *s,
+                                  const crater_request_t *r,
+                                  crater_placement_t *out,
+                                  crater_error_t *err)
+{
+    return place_soft(s, r, out, err, place_scan);
 }
 
 /* One named node, as the Kubernetes extender asks: the same filters and
@@ -476,6 +521,53 @@ int crater_sched_model_id(const crater_sched_t *s, const char *key)
         if (strcmp(s->models[m].key, key) == 0)
             return (int)m;
     return -1;
+}
+
+static uint32_t max_gpu_mib(const crater_sched_t *s)
+{
+    uint32_t m = 0;
+
+    for (uint32_t g = 0; g < s->ngpu; g++)
+        m = s->gs[g].mem_mib > m ? s->gs[g].mem_mib : m;
+    return m;
+}
+
+static const char *share_refusal(const crater_sched_t *s,
+                                 const crater_request_t *r,
+                                 double util,
+                                 uint64_t peak_mib,
+                                 double slice)
+{
+    if (!s->share_on)
+        return "GPU sharing off (scheduler.gpuShare.enabled)";
+    if (r->gpus == 0 || r->slice_mib)
+        return "not a whole-GPU request";
+    if (!(util >= 0) || util * 1000 >= s->share_max)
+        return "profiled GPU use at or above gpuShare.maxUtil";
+    if (peak_mib == 0)
+        return "no peak GPU memory measured";
+    if (slice + s->ctx_mib > max_gpu_mib(s))
+        return "peak GPU memory x (1 + memoryMargin) larger than every GPU";
+    return NULL;
+}
+
+int crater_sched_share(const crater_sched_t *s,
+                       crater_request_t *r,
+                       double util,
+                       uint64_t peak_mib,
+                       const char **why)
+{
+    double slice = ceil((double)peak_mib * (1 + s->share_margin));
+    const char *no = share_refusal(s, r, util, peak_mib, slice);
+    double milli = ceil(util * 1000);
+
+    if (why)
+        *why = no;
+    if (no)
+        return 0;
+    r->slice_mib = (uint32_t)slice;
+    r->share_milli = (uint16_t)(milli < 1 ? 1 : milli);
+    return 1;
 }
 
 int crater_request_from_spec(const crater_sched_t *s,

@@ -228,7 +228,8 @@ static uint64_t share_cand(const struct sched_ctx *c, uint64_t cand)
     for (uint64_t m = cand; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
         uint32_t g = first + (uint32_t)i;
-        uint32_t ch = sched__slice_charge(s, g, c->req->slice_mib);
+        uint32_t ch =
+            sched__slice_charge(s, g, c->req->slice_mib, c->req->share_milli);
         if (!ch)
             continue;
         ok |= 1ull << i;
@@ -286,8 +287,9 @@ static int frag_pick(struct sched_ctx *c, uint64_t cand, int exact)
     uint32_t left[MAX_GPUS];
     double before;
 
+    /* a time-shared job takes fit.c's choice (empty GPUs first) */
     if (c->s->ntypical == 0 || !c->req->slice_mib || c->req->gpus != 1
-        || c->req->nvlink == CRATER_NVLINK_REQUIRED) {
+        || c->req->nvlink == CRATER_NVLINK_REQUIRED || c->req->share_milli) {
         if (sched__pick_gpus_default(c, cand) < 0)
             return -1;
         sched__gpu_left(c->s, c->node, left);

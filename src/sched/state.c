@@ -54,6 +54,9 @@ static void copy_config(crater_sched_t *s, const crater_config_t *cfg)
     s->min_cpu_per_gpu = (uint64_t)(cfg->scheduler.min_cpu_per_gpu * 1000.0);
     s->min_mem_per_gpu = cfg->scheduler.min_memory_per_gpu;
     s->preempt_min_ms = cfg->scheduler.preemption_min_runtime_ms;
+    s->share_on = cfg->scheduler.gpu_share.enabled;
+    s->share_max = (uint16_t)(cfg->scheduler.gpu_share.max_util * 1000 + 0.5);
+    s->share_margin = cfg->scheduler.gpu_share.memory_margin;
 }
 
 crater_sched_t *crater_sched_create(const crater_config_t *cfg,
@@ -430,6 +433,10 @@ void sched__apply(crater_sched_t *s, const crater_placement_t *p, int sign)
         g->reserved_mib += (uint32_t)sign * p->gpu_mib[i];
         g->ntasks += (uint8_t)sign;
         g->whole = sign > 0 ? p->whole : 0;
+        if (p->share_milli) {
+            g->nshared += (uint8_t)sign;
+            g->share += (uint16_t)(sign * (int)p->share_milli);
+        }
     }
     for (int k = 0; k < MAX_NUMA; k++) {
         d->numa_cpu_free[k] -= (uint64_t)sign * p->numa_cpu[k];

@@ -23,6 +23,7 @@ struct ujob {
     double cpu_req; /* cores requested by the pod (its CFS weight) */
     double disk;    /* bytes/s */
     double membw;   /* bytes/s */
+    double gpu_mem; /* peak GPU memory per GPU, share of the GPU */
     uint32_t gpu_milli;
 };
 

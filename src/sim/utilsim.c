@@ -95,6 +95,8 @@ static void claims(const struct acc *a,
     add_claim(t, POOL_MEMBW, L * u->membw, 1);
     for (uint32_t k = 0; k < x->p.ngpus; k++) {
         double s = x->p.whole && per < 1 ? per : share_on(x, k);
+        if (x->p.share_milli) /* time-shared: its own use, not its slice */
+            s = per;
         add_claim(t, POOL_GPU0 + x->p.gpu[k], L * u->intr * s, 1);
     }
 }
@@ -286,6 +288,10 @@ static crater_sched_t *make_sched(const crater_util_params_t *p,
     cfg.scheduler.preemption_min_runtime_ms = 0; /* as crater sim replay */
     if (pol == CRATER_UTIL_CRATER && p->overcommit > 1)
         cfg.scheduler.overcommit_ratio = fmin(p->overcommit, 4);
+    cfg.scheduler.gpu_share.enabled =
+        pol == CRATER_UTIL_CRATER && p->profile_gpu && p->max_util > 0;
+    cfg.scheduler.gpu_share.max_util = fmin(p->max_util, 1);
+    cfg.scheduler.gpu_share.memory_margin = p->mem_margin;
     s = crater_sched_create(&cfg, kb, NULL);
     crater_config_clear(&cfg);
     if (!s)

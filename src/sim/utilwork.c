@@ -5,7 +5,9 @@
  * from a random stream of its own (seed, index), so the three policies
  * see the same jobs; only their requests differ (the GPU-count and k8s
  * schedulers round a share up to a GPU, Crater asks for the CPU and disk
- * bandwidth its profile measured). */
+ * bandwidth its profile measured, high priority's disk as a preference,
+ * and time-shares whole-GPU jobs by their GPU profile: intrinsic use x
+ * mean load, peak memory a lognormal share of the GPU). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,13 @@ static const struct ptab {
     {"idle_reclaim_h", PD(idle_reclaim_ms), P_HOURS},
     {"profile_cpu", PD(profile_cpu), P_BOOL},
     {"profile_disk", PD(profile_disk), P_BOOL},
+    {"profile_disk_high", PD(profile_disk_high), P_BOOL},
+    {"profile_disk_soft", PD(profile_disk_soft), P_BOOL},
+    {"profile_gpu", PD(profile_gpu), P_BOOL},
+    {"gpu_mem", PD(gpu_mem), P_DOUBLE},
+    {"gpu_mem_sigma", PD(gpu_mem_sigma), P_DOUBLE},
+    {"max_util", PD(max_util), P_DOUBLE},
+    {"mem_margin", PD(mem_margin), P_DOUBLE},
 };
 
 static const crater_util_params_t seeds_preset = {
@@ -83,6 +92,13 @@ static const crater_util_params_t seeds_preset = {
     .idle_reclaim_ms = HOUR_MS / 4,
     .profile_cpu = true,
     .profile_disk = true,
+    .profile_disk_high = false,
+    .profile_disk_soft = true,
+    .profile_gpu = true,
+    .gpu_mem = 0.35,
+    .gpu_mem_sigma = 0.6,
+    .max_util = 0.9,
+    .mem_margin = 0.2,
 };
 
 int crater_util_params_preset(const char *name,
@@ -235,6 +251,20 @@ static void job_demand(const crater_util_params_t *p,
     u->cpu = gpus * lognormal(p->cpu_per_gpu, p->sigma, p->seed, i, 3);
     u->disk = gpus * lognormal(p->disk_per_gpu, p->sigma, p->seed, i, 5);
     u->membw = gpus * lognormal(p->membw_per_gpu, p->sigma, p->seed, i, 7);
+    u->gpu_mem =
+        fmin(lognormal(p->gpu_mem, p->gpu_mem_sigma, p->seed, i, 9), 1);
+}
+
+/* The GPU profile Crater would have measured of a job: its intrinsic use
+ * times its mean load (an interactive job idles idle_frac of its run, a
+ * service follows the diurnal curve, whose mean is (1 + trough) / 2). */
+static double profiled_use(const crater_util_params_t *p, const struct ujob *u)
+{
+    if (u->kind == UJ_INTERACTIVE)
+        return u->intr * (1 - fmin(p->idle_frac, 1));
+    if (u->kind == UJ_INFER)
+        return u->intr * (1 + p->trough) / 2;
+    return u->intr;
 }
 
 /* What the policy asks for, now that the demands are known. Crater's
@@ -247,6 +277,7 @@ static void job_request(const crater_util_params_t *p,
                         crater_util_policy_t pol,
                         crater_replay_job_t *j,
                         const struct ujob *u,
+                        const crater_sched_t *s,
                         double cpu_per_gpu)
 {
     if (u->kind == UJ_INTERACTIVE)
@@ -264,8 +295,20 @@ static void job_request(const crater_util_params_t *p,
     uint64_t want = (uint64_t)ceil(fmin(u->cpu, cap) * 1000);
     if (p->profile_cpu && want > j->req.cpu_milli)
         j->req.cpu_milli = want;
-    if (p->profile_disk)
+    bool high = j->cls == CRATER_REPLAY_HIGH;
+    if (p->profile_disk
+        && (p->profile_disk_high || !high || p->profile_disk_soft)) {
         j->req.disk_bw = (uint64_t)fmin(u->disk, p->node_disk);
+        j->req.disk_soft = high && !p->profile_disk_high;
+    }
+    /* whole GPUs only (a share is a slice already); the sim's GPUs are
+     * 1000 units of memory (milli mode) */
+    if (p->profile_gpu && u->gpu_milli % 1000 == 0)
+        crater_sched_share(s,
+                           &j->req,
+                           profiled_use(p, u),
+                           (uint64_t)ceil(u->gpu_mem * 1000),
+                           NULL);
 }
 
 /* The least cores per GPU over the GPU nodes of s. */
@@ -315,7 +358,7 @@ int crater__util_jobs(const crater_util_params_t *p,
     double lean = lean_cpu_per_gpu(s);
     for (size_t i = 0; i < p->jobs; i++) {
         job_demand(p, &(*jobs)[i], i, &(*uj)[i]);
-        job_request(p, pol, &(*jobs)[i], &(*uj)[i], lean);
+        job_request(p, pol, &(*jobs)[i], &(*uj)[i], s, lean);
     }
     double o = offered(*jobs, p->jobs, gpus);
     if (o > 0 && p->load > 0)

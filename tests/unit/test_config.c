@@ -584,7 +584,11 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_uint_eq(json_object_size(ea), 10);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "ha")), 5);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 23);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 24);
+    ck_assert_uint_eq(json_object_size(
+                          json_object_get(json_object_get(ea, "scheduler"),
+                                          "gpuShare")),
+                      4);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 16);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "cost")), 18);

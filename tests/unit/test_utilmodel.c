@@ -286,6 +286,53 @@ START_TEST(openb_seeds_workload)
 }
 END_TEST
 
+/* GPU sharing in the simulator: ideal jobs (use 1, the "plain" preset)
+ * are never time-shared, so switching it changes nothing there; on the
+ * seeds workload whole-GPU jobs of low profiled use are, so Crater holds
+ * less GPU (a shared job holds its memory slice) and gets more done. */
+START_TEST(gpu_sharing_in_the_simulator)
+{
+    const char *dir = crater_openb_dir();
+    crater_util_params_t p;
+    crater_error_t err = {0};
+    crater_util_result_t on, off;
+
+    ck_assert_int_eq(crater_util_params_preset("plain", &p, &err), 0);
+    ck_assert_int_eq(crater_util_params_set(&p, "jobs=400", &err), 0);
+    ck_assert_int_eq(crater_util_params_set(&p, "nodes=10", &err), 0);
+    ck_assert_int_eq(crater_util_run(&p, CRATER_UTIL_CRATER, dir, &on, &err),
+                     0);
+    ck_assert_int_eq(crater_util_params_set(&p, "profile_gpu=0", &err), 0);
+    ck_assert_int_eq(crater_util_run(&p, CRATER_UTIL_CRATER, dir, &off, &err),
+                     0);
+    ck_assert_double_eq(on.gpu_measured, off.gpu_measured);
+    ck_assert_double_eq(on.gpu_alloc, off.gpu_alloc);
+    crater_util_result_clear(&on);
+    crater_util_result_clear(&off);
+
+    ck_assert_int_eq(crater_util_params_preset("seeds", &p, &err), 0);
+    ck_assert_int_eq(crater_util_params_set(&p, "jobs=1500", &err), 0);
+    ck_assert_int_eq(crater_util_params_set(&p, "nodes=30", &err), 0);
+    ck_assert_int_eq(crater_util_params_set(&p, "load=1.5", &err), 0);
+    ck_assert_int_eq(crater_util_run(&p, CRATER_UTIL_CRATER, dir, &on, &err),
+                     0);
+    ck_assert_int_eq(crater_util_params_set(&p, "profile_gpu=0", &err), 0);
+    ck_assert_int_eq(crater_util_run(&p, CRATER_UTIL_CRATER, dir, &off, &err),
+                     0);
+    ck_assert_msg(on.gpu_alloc < 0.9 * off.gpu_alloc,
+                  "alloc on %f off %f",
+                  on.gpu_alloc,
+                  off.gpu_alloc);
+    ck_assert_msg(on.gpu_measured > off.gpu_measured,
+                  "measured on %f off %f",
+                  on.gpu_measured,
+                  off.gpu_measured);
+    ck_assert_uint_eq(on.rep.never_started, 0);
+    crater_util_result_clear(&on);
+    crater_util_result_clear(&off);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("utilmodel");
@@ -298,6 +345,7 @@ int main(void)
     tcase_add_test(tc, solve_no_hoarding);
     tcase_add_test(tc, supply_and_diurnal);
     tcase_add_test(tc, calibration_points);
+    tcase_add_test(tc, gpu_sharing_in_the_simulator);
     tcase_add_test(tc, ideal_jobs_measure_their_request);
     tcase_add_test(tc, idle_jobs_measure_zero);
     tcase_add_test(tc, params_errors);

@@ -1,8 +1,9 @@
 /* gpu.c - filter and reservation: GPU memory slices (slice + context
  * overhead per GPU, maxTasksPerGPU, overcommitRatio bounded by
  * safetyWatermark of measured use) or whole free GPUs, chosen with the
- * topology rules of fit.c. With numa: strict the GPUs must share one NUMA
- * node that also has the job's CPU and memory. */
+ * topology rules of fit.c, and the GPU-sharing rule for time-shared
+ * whole-GPU jobs (fit.c, scheduler.gpuShare). With numa: strict the GPUs
+ * must share one NUMA node that also has the job's CPU and memory. */
 #include "sched/internal.h"
 
 static int strict_numa(struct sched_ctx *c)
