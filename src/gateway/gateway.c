@@ -137,6 +137,7 @@ struct gw {
     pthread_mutex_t mu; /* inbox and stop */
     call_t *in_head, *in_tail;
     bool stop;
+    atomic_bool draining; /* gw__drain(): new requests get 503 */
     /* the loop thread's own */
     group_t *groups;
     call_t *held; /* proxied requests held for a first ready backend */
@@ -1159,11 +1160,17 @@ static void h_any(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
     gw_t *g = arg;
     const char *rest;
     gw_service_t *s = lookup(g, crater_http_path(r), &rest, resp);
-    call_t *c;
+    call_t *c = NULL;
 
     if (s == NULL)
         return;
-    if ((c = calloc(1, sizeof(*c))) == NULL) {
+    if (atomic_load(&g->draining)) {
+        fail_resp(resp,
+                  CRATER_EUNAVAIL,
+                  "",
+                  "gateway draining (shutting down): try another");
+        resp->headers = strdup("Retry-After: 1");
+    } else if ((c = calloc(1, sizeof(*c))) == NULL) {
         fail_resp(resp, CRATER_ENOMEM, "", "out of memory");
     } else if (prepare(r, resp, s, rest, c) == 0 && admit(g, s, resp)) {
         c->svc = s;
@@ -1374,6 +1381,24 @@ gw_t *gw__start(const gw_opts_t *o, gw_table_t *t, crater_error_t *err)
 uint16_t gw__port(const gw_t *g)
 {
     return crater_http_port(g->srv);
+}
+
+void gw__drain(gw_t *g)
+{
+    atomic_store(&g->draining, true);
+}
+
+static void add_queued(gw_service_t *s, void *arg)
+{
+    *(unsigned *)arg += atomic_load(&s->queued);
+}
+
+unsigned gw__inflight(gw_t *g)
+{
+    unsigned n = 0;
+
+    gw__table_services(g->t, add_queued, &n);
+    return n;
 }
 
 void gw__stop(gw_t *g)

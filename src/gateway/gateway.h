@@ -41,6 +41,12 @@ uint16_t gw__port(const gw_t *g);
 /* The gateway's metrics, Prometheus text (malloc'd; caller frees; NULL on
  * ENOMEM): what GET /metrics answers, for craterd's own /metrics. */
 char *gw__metrics_render(gw_t *g, size_t *len);
+/* Drain (crater-gateway's SIGTERM): from now on a new request is
+ * answered 503 "draining" with Retry-After (a load balancer sends it to
+ * another gateway); those already accepted keep their course. */
+void gw__drain(gw_t *g);
+/* Requests accepted and not yet answered, over every service. */
+unsigned gw__inflight(gw_t *g);
 /* Stop serving: requests still waiting are answered 503. NULL accepted. */
 void gw__stop(gw_t *g);
 

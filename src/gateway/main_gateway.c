@@ -1,6 +1,9 @@
 /* main_gateway.c - the crater-gateway program: parse flags into the
- * backend table, run the gateway until SIGINT/SIGTERM. All the work is in
- * gateway.c; this file only wires the process to it.
+ * backend table, run the gateway until SIGINT/SIGTERM, then drain: new
+ * requests are answered 503 (Retry-After) while those accepted are
+ * answered, for up to --drain ms (a rolling restart behind a load
+ * balancer loses no request in flight); a second signal stops at once.
+ * All the work is in gateway.c; this file only wires the process to it.
  *
  * Exit codes: 0 clean stop, 1 a flag's value was rejected (the message
  * names the flag) or the port could not be bound, 2 bad usage.
@@ -8,11 +11,15 @@
 #include <curl/curl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gateway.h"
+
+static int64_t drain_ms = 30000; /* --drain */
 
 static void usage(FILE *fp)
 {
@@ -20,7 +27,8 @@ static void usage(FILE *fp)
           "                      [--batch NAME=MAX:TIMEOUT[:INFLIGHT]]\n"
           "                      [--listen ADDR]\n"
           "                      [--queue N] [--timeout MS] [--health MS]\n"
-          "                      [--threads N] [--max-body BYTES]\n\n"
+          "                      [--threads N] [--max-body BYTES]"
+          " [--drain MS]\n\n"
           "  --service NAME=URLS  a service and its backends' base URLs\n"
           "  --batch NAME=MAX:T   batch V2 infer requests of NAME: at most\n"
           "                       MAX rows, the oldest waits at most T\n"
@@ -32,7 +40,10 @@ static void usage(FILE *fp)
           "  --timeout MS         per request (30000), then 504\n"
           "  --health MS          readiness probe period (1000)\n"
           "  --threads N          HTTP threads (default: CPUs)\n"
-          "  --max-body BYTES     request body limit (4 MiB), then 413\n",
+          "  --max-body BYTES     request body limit (4 MiB), then 413\n"
+          "  --drain MS           on SIGTERM, answer what was accepted for\n"
+          "                       up to MS (30000; 0: stop at once), new\n"
+          "                       requests 503; a second signal stops\n",
           fp);
 }
 
@@ -190,6 +201,11 @@ static int flag(
             return -1;
         o->threads = (unsigned)v;
         return 0;
+    case 'D':
+        if (num("--drain", arg, 3600000, &v, err) < 0)
+            return -1;
+        drain_ms = (int64_t)v;
+        return 0;
     default: /* 'm' */
         if (num("--max-body", arg, 1ull << 32, &v, err) < 0)
             return -1;
@@ -210,6 +226,7 @@ static int parse_flags(int argc, char **argv, gw_table_t *t, gw_opts_t *o)
         {"health", required_argument, NULL, 'H'},
         {"threads", required_argument, NULL, 't'},
         {"max-body", required_argument, NULL, 'm'},
+        {"drain", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -229,6 +246,37 @@ static int parse_flags(int argc, char **argv, gw_table_t *t, gw_opts_t *o)
         }
     }
     return optind == argc ? 0 : 2;
+}
+
+/* SIGTERM/SIGINT: new requests get 503 while the accepted ones are
+ * answered, for up to drain_ms; a second signal ends it at once. */
+static void drain(gw_t *g, const sigset_t *set)
+{
+    struct timespec tick = {0, 20 * 1000000L}, now, end;
+    unsigned n;
+
+    gw__drain(g);
+    if (drain_ms == 0 || (n = gw__inflight(g)) == 0)
+        return;
+    printf("crater-gateway: draining %u request(s), up to %lld ms\n",
+           n,
+           (long long)drain_ms);
+    fflush(stdout);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += drain_ms / 1000;
+    end.tv_nsec += (long)(drain_ms % 1000) * 1000000L;
+    for (;;) {
+        if (gw__inflight(g) == 0 || sigtimedwait(set, NULL, &tick) >= 0)
+            return;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > end.tv_sec
+            || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) {
+            printf("crater-gateway: drain timeout: %u request(s) answered "
+                   "503\n",
+                   gw__inflight(g));
+            return;
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -263,6 +311,7 @@ int main(int argc, char **argv)
            gw__port(g));
     fflush(stdout);
     sigwait(&set, &sig);
+    drain(g, &set);
     gw__stop(g);
     gw__table_destroy(t);
     curl_global_cleanup();

@@ -4,7 +4,8 @@
 # under concurrency (each caller gets exactly its own rows), readiness
 # (a backend failing its probe gets no traffic), 429 with Retry-After when
 # a service's queue is full, 504 past the request timeout (waiting and in
-# flight), 404, 400 naming the field, 413, and /metrics checked by promtool.
+# flight), 404, 400 naming the field, 413, /metrics checked by promtool,
+# and SIGTERM draining (in flight answered, new requests 503).
 # Waits for states, never for fixed times; kills what it started on exit.
 set -u
 : "${GATEWAY_BIN:?}" "${FAKE_V2_BIN:?}"
@@ -212,6 +213,32 @@ stats=$(curl -s "$ser/fake/stats")
     && [ "$(jq .requests <<<"$stats")" = 2 ] && [ "$(jq .max_rows <<<"$stats")" = 2 ] \
     && ok "the batch waiting for a busy backend settles: B and C in one batch" \
     || fail "settling: $(cat "$tmp/ac" "$tmp/b" | tr '\n' ' ') $stats"
+
+# SIGTERM drains: a request in flight (1 s backend) is still answered
+# 200, a new one gets 503 with Retry-After, then the gateway exits 0
+start dr "$FAKE_V2_BIN" -d 1000
+drb=http://127.0.0.1:$port
+start gw4 "$GATEWAY_BIN" --listen 127.0.0.1:0 --health 100 --service d="$drb"
+gw4=http://127.0.0.1:$port
+gw4pid=${pids[-1]}
+until_ 10 '[ "$(metric "$gw4" "crater_gateway_backends_ready{service=\"d\"}")" = 1 ]'
+curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary '{"inputs":[{"name":"x","datatype":"INT32","shape":[1,1],"data":[1]}]}' \
+    "$gw4/d/v2/models/r/infer" >"$tmp/inflight" &
+inflight=$!
+until_ 10 '[ "$(metric "$gw4" "crater_gateway_queue_depth{service=\"d\"}")" = 1 ]' \
+    || fail "drain: the request is not in flight"
+kill -TERM "$gw4pid"
+until_ 10 "grep -q 'draining 1 request' '$tmp/gw4.out'" || fail "drain: no drain line"
+req GET "$gw4/d/v2/health/ready"
+[ "$code" = 503 ] && grep -qi '^Retry-After: 1' "$tmp/hdr" && grep -q draining "$tmp/body" \
+    && ok "draining: a new request gets 503 with Retry-After" \
+    || fail "draining: new request $code $(cat "$tmp/body")"
+wait "$inflight"
+[ "$(cat "$tmp/inflight")" = 200 ] && ok "draining: the request in flight is answered 200" \
+    || fail "draining: in flight got $(cat "$tmp/inflight")"
+wait "$gw4pid" && ok "draining: the gateway exits 0 once drained" || fail "drain: exit $?"
+unset 'pids[-1]'
 
 # a clean stop, and no sanitizer report in any process's output
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
