@@ -25,6 +25,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,8 +231,17 @@ static ship_t ship_chunk(
     char path[512], *resp = NULL;
     long status = 0;
     ssize_t got;
-    int fd = open(t->log_path[s], O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int fd;
 
+    /* a running task's stream with nothing new (most rounds: every task
+       of the node is looked at after each start and exit): one stat, not
+       an open, a read and a close */
+    if (!end
+        && (stat(t->log_path[s], &st) < 0
+            || (uint64_t)st.st_size <= t->log_sent[s]))
+        return SHIP_IDLE;
+    fd = open(t->log_path[s], O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) /* not opened by the task yet, or gone */
         return end ? SHIP_DONE : SHIP_IDLE;
     if (fd < 0)
