@@ -121,4 +121,5 @@ for k in $(seq 1 "$kills"); do
 done
 p50=$(printf '%s\n' "${gaps[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 max=$(printf '%s\n' "${gaps[@]}" | sort -n | tail -1)
+grep -h "warm: .* records at revision" "$tmp"/cd*.log* | sed 's/^craterd: /standby: /'
 echo "jobs $njobs, warmStandby $warm: kill -> first write served: p50 $p50 s, max $max s (${gaps[*]})"

@@ -45,6 +45,7 @@
  * time (its revision, then a watch of the changes: up to about 100 ms on
  * loopback here); the promotion catches up what came since. */
 #define FOLLOW_MS 250
+#define FOLLOW_MAX_MS 30000
 
 typedef struct ha {
     const crater_config_t *cfg;
@@ -53,8 +54,8 @@ typedef struct ha {
     crater_store_t *st;  /* the election's connection */
     crater_store_t *fst; /* the warm copy's (NULL: ha.warmStandby false) */
     crater_warm_t *warm;
-    bool warm_failing; /* its last follow failed (logged once) */
-    int64_t warm_ms;   /* when it last followed (monotonic) */
+    int warm_fails;  /* follows failed in a row (the first logged) */
+    int64_t warm_ms; /* when it last followed (monotonic) */
     crater_leader_t *l;
     crater_standby_t *sb;
     crater_daemon_t *d;
@@ -132,13 +133,18 @@ static int64_t mono_ms(void)
 
 /* While standing by: the warm copy follows the change feed every
  * FOLLOW_MS (listed first, and again when the history was compacted past
- * it). A failure is logged once and tried again at the next look. */
+ * it). A failure is logged once and tried again after a backoff that
+ * doubles up to FOLLOW_MAX_MS (a list that times out is a large request:
+ * not one every FOLLOW_MS). */
 static void keep_warm(ha_t *h)
 {
+    int64_t wait = FOLLOW_MS << (h->warm_fails < 7 ? h->warm_fails : 7);
     crater_error_t err;
     int rc;
 
-    if (!h->fst || mono_ms() - h->warm_ms < FOLLOW_MS)
+    if (!h->fst
+        || mono_ms() - h->warm_ms
+               < (wait < FOLLOW_MAX_MS ? wait : FOLLOW_MAX_MS))
         return;
     h->warm_ms = mono_ms();
     if (crater_warm_revision(h->warm) < 0) {
@@ -155,9 +161,9 @@ static void keep_warm(ha_t *h)
         crater_warm_clear(h->warm);
         rc = 0;
     }
-    if (rc < 0 && !h->warm_failing)
+    if (rc < 0 && h->warm_fails == 0)
         crater_log(LOG_WARNING, "warm: cannot follow the store: %s", err.text);
-    h->warm_failing = rc < 0;
+    h->warm_fails = rc < 0 ? h->warm_fails + 1 : 0;
 }
 
 /* At promotion: the warm copy caught up to the store's revision, or NULL
@@ -199,26 +205,26 @@ static int promote(ha_t *h)
 {
     crater_error_t err;
     int64_t t0 = mono_ms();
+    bool warm;
 
     crater_standby_stop(h->sb);
     h->sb = NULL;
     h->o.fence_rev = crater_leader_revision(h->l);
     h->o.advertise_url = h->url;
     h->o.warm = h->o.fence_rev > 0 ? caught_up(h) : NULL;
-    if (h->o.fence_rev > 0
-        && (h->d = crater_daemon_start(h->cfg, &h->o, &err))) {
-        crater_log(LOG_INFO,
-                   "leader: state loaded (%s) and serving in %lld ms",
-                   h->o.warm ? "warm copy" : "full load",
-                   (long long)(mono_ms() - t0));
-        h->o.warm = NULL;
-        if (h->warm)
-            crater_warm_clear(h->warm);
-        return 0;
-    }
+    if (h->o.fence_rev > 0)
+        h->d = crater_daemon_start(h->cfg, &h->o, &err);
+    warm = h->o.warm != NULL;
     h->o.warm = NULL;
     if (h->warm)
         crater_warm_clear(h->warm);
+    if (h->d) {
+        crater_log(LOG_INFO,
+                   "leader: state loaded (%s) and serving in %lld ms",
+                   warm ? "warm copy" : "full load",
+                   (long long)(mono_ms() - t0));
+        return 0;
+    }
     crater_log(LOG_ERR,
                "leader: could not take over: %s",
                h->o.fence_rev > 0 ? err.text : "leadership lost");
@@ -293,13 +299,13 @@ static int setup(ha_t *h, crater_error_t *err)
 
     if (!(h->st = open_store(h->cfg, err)))
         return -1;
-    /* the copy's requests are bounded by a lease: the loop that follows
-     * also notices the election, and a copy that cannot be read within a
-     * lease is no faster than the full load it falls back to */
+    /* the copy's requests have the daemon's own timeouts (the store's
+     * 10 s): its list is as large as the daemon's full load. A member
+     * that accepts connections but never answers delays a promotion by
+     * up to that much, as it delays the full load's read. */
     if (h->cfg->ha.warm_standby
         && (!(h->warm = crater_warm_create())
-            || !(h->fst =
-                     open_etcd(h->cfg, (int64_t)h->cfg->ha.lease_ms, err))))
+            || !(h->fst = open_etcd(h->cfg, 0, err))))
         return h->warm ? -1
                        : crater_errorf(err, CRATER_ENOMEM, "out of memory");
     /* bind first: port 0 becomes a fixed port the daemon reuses */
