@@ -152,6 +152,7 @@ typedef struct crater_config {
         uint64_t renew_deadline_ms;    /* ha.renewDeadline < leaseDuration */
         uint64_t retry_ms;             /* ha.retryPeriod < renewDeadline */
         char *advertise_url;           /* ha.advertiseUrl, "none" */
+        bool warm_standby;             /* ha.warmStandby */
     } ha;
     struct {
         char *currency;             /* cost.currency */

@@ -453,6 +453,11 @@ static const row_t rows[] = {
  NULL, "URL the other craterds, agents and clients reach this craterd at "
  "(written in the leader key); none: http:// + the listen address (the "
  "host name when it listens on every address)."},
+{"ha.warmStandby", T_BOOL, F(ha.warm_standby), "true", 0, 0, 0, NULL, NULL,
+ "A standby keeps a copy of the store's records current from the change "
+ "feed and, when elected, loads the state from it after catching up (only "
+ "the changes since); false: it holds nothing and reads the whole store "
+ "when elected (slower failover as the store grows, less memory)."},
 
 {"cost.currency", T_STRING, F(cost.currency), "USD", 0, 0, 0, NULL, NULL,
  "Currency the prices are in (a label: amounts are kept in micro-units "

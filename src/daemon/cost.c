@@ -465,7 +465,7 @@ static void load_rows(crater_daemon_t *d)
     crater_skv_list_t l = {0};
     crater_error_t err;
 
-    if (crater_store_list(d->store, KEY_COST, &l, &err) < 0) {
+    if (persist_list(d, KEY_COST, &l, &err) < 0) {
         crater_log(LOG_ERR, "cost: cannot read the ledger: %s", err.text);
         return;
     }

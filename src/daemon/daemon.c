@@ -3,12 +3,13 @@
  *
  * Start: data directory (0700 whatever existed), knowledge base (with the
  * config's overrides), scheduler core, queue, store (SQLite under
- * DATA_DIR/crater.db), rebuild from the store, first admin token (only when the
- * store has no token), nodes from --hardware, routes, HTTP server, scheduler
- * thread; /readyz answers 200 from then on. Stop is the reverse: the scheduler
- * thread ends (completing every suspended long poll), the HTTP server stops,
- * the store finishes its queued commits (their callbacks still find the state),
- * then memory is freed.
+ * DATA_DIR/crater.db), rebuild from the store (a promoted standby: from its
+ * warm copy of the store's records, opts->warm), first admin token (only when
+ * the store has no token), nodes from --hardware, routes, HTTP server,
+ * scheduler thread; /readyz answers 200 from then on. Stop is the reverse: the
+ * scheduler thread ends (completing every suspended long poll), the HTTP server
+ * stops, the store finishes its queued commits (their callbacks still find the
+ * state), then memory is freed.
  *
  * The configuration is copied shallowly: its strings are borrowed, so the
  * caller keeps cfg alive until crater_daemon_stop() returns.
@@ -361,6 +362,20 @@ static int start_server(crater_daemon_t *d,
     return d->http ? 0 : -1;
 }
 
+/* The state from the store, or from a promoted standby's warm copy
+ * (borrowed for this call only: persist_list reads it). */
+static int load_state(crater_daemon_t *d,
+                      const crater_daemon_opts_t *o,
+                      crater_error_t *err)
+{
+    int rc;
+
+    d->warm = o ? o->warm : NULL;
+    rc = persist_load(d, err) < 0 || cost_init(d, err) < 0 ? -1 : 0;
+    d->warm = NULL;
+    return rc;
+}
+
 crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
                                      const crater_daemon_opts_t *o,
                                      crater_error_t *err)
@@ -387,10 +402,9 @@ crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,
         crater_errorf(err, CRATER_ENOMEM, "out of memory");
         goto fail;
     }
-    if (open_parts(d, o, err) < 0 || persist_load(d, err) < 0
-        || cost_init(d, err) < 0 || cost_metrics_setup(d, err) < 0
-        || ops_metrics_setup(d, err) < 0 || audit_init(d, err) < 0
-        || first_admin(d, err) < 0
+    if (open_parts(d, o, err) < 0 || load_state(d, o, err) < 0
+        || cost_metrics_setup(d, err) < 0 || ops_metrics_setup(d, err) < 0
+        || audit_init(d, err) < 0 || first_admin(d, err) < 0
         || (o && o->hardware && load_hardware(d, o->hardware, err) < 0)
         || start_server(d, o, err) < 0 || loop_start(d, err) < 0
         || services_start(d, o ? o->listen : NULL, err) < 0)

@@ -31,6 +31,11 @@ typedef struct crater_daemon_opts {
      * URL, answered by GET /api/v1/leader (NULL: none). */
     int64_t fence_rev;
     const char *advertise_url;
+    /* A promoted standby's warm copy of the store's records (warm.h),
+     * caught up to the store's revision: the state is loaded from it
+     * instead of listing the store. Borrowed during crater_daemon_start()
+     * only; NULL = list the store. */
+    const struct crater_warm *warm;
 } crater_daemon_opts_t;
 
 crater_daemon_t *crater_daemon_start(const crater_config_t *cfg,

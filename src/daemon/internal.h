@@ -266,8 +266,11 @@ struct crater_daemon {
     } * tprofiles;
     size_t ntprofiles, captprofiles;
     crater_store_t *store;
-    bool fenced;         /* leader election: the store has a fence */
-    bool deposed;        /* ... revoked: stepping down */
+    bool fenced;  /* leader election: the store has a fence */
+    bool deposed; /* ... revoked: stepping down */
+    /* During the start only: a standby's warm copy to load instead of
+     * listing the store (opts->warm, borrowed; NULL afterwards). */
+    const struct crater_warm *warm;
     char *advertise_url; /* leader election: this craterd's URL, or NULL */
     crater_metrics_t *metrics;
     crater_http_server_t *http;
@@ -865,6 +868,13 @@ void job_log_attempt(djob_t *j, uint32_t attempt);
  * not finished: then false). */
 bool job_logs_complete(const djob_t *j);
 int persist_load(crater_daemon_t *d, crater_error_t *err);
+/* The records under prefix for the start's load: from the warm copy when
+ * the start has one (a promoted standby), else listed from the store.
+ * Caller frees out with crater_skv_list_free. */
+int persist_list(crater_daemon_t *d,
+                 const char *prefix,
+                 crater_skv_list_t *out,
+                 crater_error_t *err);
 int persist_put_json(crater_daemon_t *d,
                      const char *key,
                      json_t *v,

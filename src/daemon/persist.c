@@ -12,6 +12,12 @@
  * are only treated as lost one heartbeatTimeout after the restart), then
  * jobs: pending jobs go back in the queue, jobs holding a placement are
  * charged to the core exactly as recorded.
+ *
+ * A promoted standby (ha.c) loads from its warm copy of the records
+ * (warm.h, caught up to the store's revision) instead of listing the
+ * store: persist_list() is the one place that chooses, and everything
+ * after it - decoding, quarantine, the order, the restart's rules above -
+ * is the same code for both.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@
 #include "crater/log.h"
 #include "daemon/cost.h"
 #include "daemon/internal.h"
+#include "daemon/warm.h"
 
 static void put_done(int rc, int64_t rev, const crater_error_t *err, void *arg)
 {
@@ -55,6 +62,15 @@ int persist_put_json(crater_daemon_t *d,
     crater_txn_destroy(t);
     free(text);
     return rc;
+}
+
+int persist_list(crater_daemon_t *d,
+                 const char *prefix,
+                 crater_skv_list_t *out,
+                 crater_error_t *err)
+{
+    return d->warm ? crater_warm_list(d->warm, prefix, out, err)
+                   : crater_store_list(d->store, prefix, out, err);
 }
 
 typedef int (*load_f)(crater_daemon_t *d,
@@ -105,7 +121,7 @@ static int load_prefix(crater_daemon_t *d,
     json_error_t jerr;
     int rc = 0;
 
-    if (crater_store_list(d->store, prefix, &l, err) < 0)
+    if (persist_list(d, prefix, &l, err) < 0)
         return -1;
     for (size_t i = 0; i < l.count && rc == 0; i++) {
         json_t *v = json_loadb(l.items[i].value, l.items[i].len, 0, &jerr);

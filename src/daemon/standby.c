@@ -1,10 +1,12 @@
 /* standby.c - what a craterd that does not lead serves on its API port
  * (issue 17; the answer is documented in doc/api.md "Not the leader").
  *
- * A standby holds no cluster state (it loads the whole state from the
- * store when it is promoted, at the revision it then reads, before it
- * schedules: correctness first, see doc/operations.md), so it answers
- * every API request, reads included, with 503 and where the leader is:
+ * A standby holds no decoded cluster state: at most a warm copy of the
+ * store's records (warm.h, kept by ha.c), which it decodes when it is
+ * promoted, caught up to the revision it then reads, before it schedules
+ * (correctness first, see doc/operations.md). Records are not what the
+ * API answers, so it answers every API request, reads included, with 503
+ * and where the leader is:
  *
  *   503 {"error": "not the leader: ... the leader is URL", "code":
  *        "EUNAVAIL", "leader": URL}

@@ -582,7 +582,7 @@ START_TEST(encode_defaults_has_every_key)
     ck_assert_int_eq(crater_config_defaults(&a), 0);
     ea = crater_config_encode(&a);
     ck_assert_uint_eq(json_object_size(ea), 10);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "ha")), 5);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "ha")), 6);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "logs")), 1);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "scheduler")), 24);
     ck_assert_uint_eq(json_object_size(
