@@ -35,7 +35,11 @@
  *
  * Failover: a request that could not connect is tried on the next
  * endpoint. A read is retried after any transport error; a write only when
- * it never reached etcd (retrying a sent transaction could apply it twice).
+ * it never reached etcd (retrying a sent transaction could apply it twice),
+ * except a transaction without compares of its own (every write craterd
+ * makes; not the leader's campaign): its unknown outcome (an election:
+ * "etcdserver: request timed out") is resolved by sending it again until
+ * the store's timeout (txn_call(): twice is the same as once).
  *
  * Fence (leader election): with crater_store_set_fence() every
  * transaction, and every batch, starts with one more compare,
@@ -50,12 +54,14 @@
  * framing is refused before sending with ELIMIT naming its largest key.
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "crater/dec.h"
 #include "crater/log.h"
@@ -453,7 +459,8 @@ static int etcd_error(json_t *resp, const char *path, crater_error_t *err)
         en = CRATER_EAUTH;
     else if (code == 7)
         en = CRATER_EPERM;
-    else if (code == 14)
+    else if (code == 14 || strstr(m, "request timed out")
+             || strstr(m, "leader changed") || strstr(m, "no leader"))
         en = CRATER_EUNAVAIL;
     return crater_errorf(err, en, "etcd %s: %s", path, m);
 }
@@ -1030,6 +1037,62 @@ static const char *lease_key(const crater_txn_t *t)
     return NULL;
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* POST /v3/kv/txn (body consumed). A transaction whose outcome is
+ * unknown (EUNAVAIL: a member lost or an election under way, "etcdserver:
+ * request timed out", "leader changed", or the connection broke once it
+ * was sent) is sent again when `again`: it has no compare of its own
+ * (only the fence), so applying it twice writes the same values, and raft
+ * keeps a first attempt that does commit before the second in the log,
+ * and the writer thread sends nothing else meanwhile: no later write is
+ * overtaken. Until the store's timeout, or the fence is revoked (a
+ * deposed leader stops at once). Without this, one lost etcd member of
+ * three failed clients' submissions (test_ha). */
+static json_t *txn_call(et_t *e, json_t *body, bool again, crater_error_t *err)
+{
+    int64_t end = mono_ms() + e->timeout_ms;
+    long wait = 50;
+    json_t *r;
+
+    for (;;) {
+        r = call(e, e->wh, "/v3/kv/txn", json_incref(body), false, err);
+        if (r || !again || err->errnum != CRATER_EUNAVAIL
+            || atomic_load(&e->fence_rev) < 0 || mono_ms() + wait >= end)
+            break;
+        crater_log(LOG_WARNING,
+                   "store: %s: sending the transaction again in %ld ms",
+                   err->text,
+                   wait);
+        sleep_ms(wait);
+        wait = wait * 2 > 1000 ? 1000 : wait * 2;
+    }
+    json_decref(body);
+    return r;
+}
+
+static bool no_compares(const crater_txn_t *t)
+{
+    size_t n;
+
+    (void)crater__txn_compares(t, &n);
+    return n == 0;
+}
+
 static int run_txn(et_t *e, crater_txn_t *t, int64_t *rev, crater_error_t *err)
 {
     json_t *r;
@@ -1037,7 +1100,7 @@ static int run_txn(et_t *e, crater_txn_t *t, int64_t *rev, crater_error_t *err)
 
     if (atomic_load(&e->fence_rev) < 0)
         return not_leader(e, 0, err);
-    r = call(e, e->wh, "/v3/kv/txn", txn_json(e, t), false, err);
+    r = txn_call(e, txn_json(e, t), no_compares(t), err);
     if (!r) {
         if (err->errnum == CRATER_ENOENT && lease_key(t))
             snprintf(err->field, sizeof(err->field), "%s", lease_key(t));
@@ -1208,16 +1271,19 @@ static void run_batch(et_t *e, req_t *b)
         json_decref(ok);
         return;
     }
+    bool again = true;
+
     add_fence(e, cmp, NULL);
     for (req_t *x = b; x; x = x->next) {
         json_t *j = txn_json(e, x->txn);
         json_array_extend(cmp, json_object_get(j, "compare"));
         json_array_extend(ok, json_object_get(j, "success"));
         json_decref(j);
+        again = again && no_compares(x->txn);
     }
     body =
         json_pack("{s:o, s:o, s:[]}", "compare", cmp, "success", ok, "failure");
-    r = call(e, e->wh, "/v3/kv/txn", body, false, &err);
+    r = txn_call(e, body, again, &err);
     if (r && json_is_true(json_object_get(r, "succeeded"))) {
         int64_t rev = jint(json_object_get(r, "header"), "revision");
         for (req_t *x = b; x; x = x->next) {
