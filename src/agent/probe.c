@@ -95,7 +95,8 @@ static char **ctr_argv(const crater_agent_t *a,
     return v;
 }
 
-/* A copy of a NULL-terminated vector, or of n paths; NULL: no memory. */
+/* A NULL-terminated copy of n paths (cgroup.procs files); NULL: no
+   memory. */
 static char **vec_dup(char *const *v, size_t n)
 {
     char **c = calloc(n + 1, sizeof(*c));
@@ -122,10 +123,10 @@ int probe_prepare(crater_agent_t *a,
     p->next_ms = agent_now_ms(); /* the first answer as soon as it runs */
     if (t->ctr) {                /* in its container, as its user */
         p->argv = ctr_argv(a, t, r->argv);
-        p->envp = vec_dup(x->envp, crater_strv_len(x->envp));
+        p->envp = crater_strv_dup(x->envp);
     } else {
-        p->argv = vec_dup(r->argv, r->nargv);
-        p->envp = vec_dup(x->envp, crater_strv_len(x->envp));
+        p->argv = crater_strv_dup(r->argv);
+        p->envp = crater_strv_dup(x->envp);
         p->procs = vec_dup(x->procs, x->nprocs);
         p->nprocs = x->nprocs;
         p->dir = x->dir ? strdup(x->dir) : NULL;
@@ -151,8 +152,8 @@ static probe_t *probe_copy(const probe_t *p)
     if (!c)
         return NULL;
     *c = *p;
-    c->argv = vec_dup(p->argv, crater_strv_len(p->argv));
-    c->envp = vec_dup(p->envp, crater_strv_len(p->envp));
+    c->argv = crater_strv_dup(p->argv);
+    c->envp = crater_strv_dup(p->envp);
     c->procs = p->procs ? vec_dup(p->procs, p->nprocs) : NULL;
     c->dir = p->dir ? strdup(p->dir) : NULL;
     if (!c->argv || !c->envp || (p->procs && !c->procs)

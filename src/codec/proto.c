@@ -478,25 +478,49 @@ static int f_task_attempt(crater_dec_t *d, json_t *v, void *obj)
     return dec_attempt(d, v, &TASK(obj)->attempt);
 }
 
+/* An argv (a task's command, a readiness command): NULL-terminated into
+ * *argv, its length in *n; not empty. */
+struct argv_dst {
+    char **v;
+    size_t *n;
+};
+
 static int e_arg(crater_dec_t *d, json_t *v, void *obj, size_t i)
 {
-    crater_proto_task_t *t = obj;
+    struct argv_dst *a = obj;
 
-    t->nargv = i + 1;
-    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &t->argv[i]);
+    *a->n = i + 1;
+    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &a->v[i]);
+}
+
+static int dec_argv(crater_dec_t *d, json_t *v, char ***argv, size_t *n)
+{
+    struct argv_dst a = {NULL, n};
+
+    if (!(a.v = *argv = array_room(v, CRATER_JOB_MAX_ARGS, sizeof(char *), 1)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    if (crater_dec_array(d, v, CRATER_JOB_MAX_ARGS, e_arg, &a) < 0)
+        return -1;
+    if (*n == 0)
+        return crater_dec_fail(d, CRATER_EINVAL, "the command is empty");
+    return 0;
+}
+
+static json_t *argv_encode(char *const *argv, size_t n)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_string(argv[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
 }
 
 static int f_task_argv(crater_dec_t *d, json_t *v, void *obj)
 {
-    crater_proto_task_t *t = obj;
-
-    if (!(t->argv = array_room(v, CRATER_JOB_MAX_ARGS, sizeof(char *), 1)))
-        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
-    if (crater_dec_array(d, v, CRATER_JOB_MAX_ARGS, e_arg, t) < 0)
-        return -1;
-    if (t->nargv == 0)
-        return crater_dec_fail(d, CRATER_EINVAL, "the command is empty");
-    return 0;
+    return dec_argv(d, v, &TASK(obj)->argv, &TASK(obj)->nargv);
 }
 
 /* A variable name: not empty, no '=' (the agent writes KEY=VALUE). */
@@ -749,25 +773,11 @@ static json_t *container_encode(const crater_proto_task_t *t)
 
 #define READY_MAX_MS 3600000u /* 1 h, as the job spec allows */
 
-static int e_ready_arg(crater_dec_t *d, json_t *v, void *obj, size_t i)
-{
-    crater_proto_readiness_t *r = obj;
-
-    r->nargv = i + 1;
-    return crater_dec_str(d, v, CRATER_PROTO_MAX_STR, &r->argv[i]);
-}
-
 static int f_ready_cmd(crater_dec_t *d, json_t *v, void *obj)
 {
     crater_proto_readiness_t *r = obj;
 
-    if (!(r->argv = array_room(v, CRATER_JOB_MAX_ARGS, sizeof(char *), 1)))
-        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
-    if (crater_dec_array(d, v, CRATER_JOB_MAX_ARGS, e_ready_arg, r) < 0)
-        return -1;
-    if (r->nargv == 0)
-        return crater_dec_fail(d, CRATER_EINVAL, "the command is empty");
-    return 0;
+    return dec_argv(d, v, &r->argv, &r->nargv);
 }
 
 static int dec_ready_ms(crater_dec_t *d, json_t *v, uint64_t *out)
@@ -803,16 +813,9 @@ static int f_task_readiness(crater_dec_t *d, json_t *v, void *obj)
 
 static json_t *readiness_encode(const crater_proto_readiness_t *r)
 {
-    json_t *argv = json_array();
-
-    for (size_t i = 0; argv && i < r->nargv; i++)
-        if (json_array_append_new(argv, json_string(r->argv[i])) < 0) {
-            json_decref(argv);
-            return NULL;
-        }
     return json_pack("{s:o, s:I, s:I}",
                      "command",
-                     argv,
+                     argv_encode(r->argv, r->nargv),
                      "period_ms",
                      (json_int_t)r->period_ms,
                      "timeout_ms",
@@ -907,13 +910,8 @@ static json_t *env_encode(const crater_proto_task_t *t)
 
 json_t *crater_proto_task_encode(const crater_proto_task_t *t)
 {
-    json_t *argv = json_array(), *o;
+    json_t *argv = argv_encode(t->argv, t->nargv), *o;
 
-    for (size_t i = 0; argv && i < t->nargv; i++)
-        if (json_array_append_new(argv, json_string(t->argv[i])) < 0) {
-            json_decref(argv);
-            return NULL;
-        }
     o = json_pack("{s:s, s:I, s:o, s:o, s:s*, s:o, s:o, s:I}",
                   "job",
                   t->job ? t->job : "",
