@@ -475,9 +475,12 @@ static void job_exited_at(crater_daemon_t *d,
         snprintf(reason, sizeof(reason), "exit code %d", ev->exit_code);
     /* a reason from the agent (time limit, watchdog, could not start)
      * fails the job even when the task caught SIGTERM and exited 0 */
-    if (ev->exit_code == 0 && !ev->signal && !ev->oom && !(why && *why))
+    if (ev->exit_code == 0 && !ev->signal && !ev->oom && !(why && *why)) {
         job_apply_at(d, j, JE_EXIT_OK, reason, at);
-    else if (!job_retry_failure(d, j, reason))
+        return;
+    }
+    gshare_failed(j); /* before a retry is placed */
+    if (!job_retry_failure(d, j, reason))
         job_apply_at(d, j, JE_EXIT_FAIL, reason, at);
 }
 

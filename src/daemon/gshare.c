@@ -19,8 +19,11 @@
  * (1 + memoryMargin), enforced on the node by the GPU-slice interposer
  * like any slice (the agent gets the slice size in its order), and the
  * placement records its use (stored with it, so a restart charges it
- * back exactly). Once shared, a job stays shared. Gangs (replicas > 1)
- * are never shared: one slow member slows the gang.
+ * back exactly). Once shared, a job stays shared while it succeeds. Gangs
+ * (replicas > 1) are never shared: one slow member slows the gang. A shared
+ * attempt that fails (the slice from its profile may be what failed it: a job
+ * whose GPU memory grew past its peak and margin) gets whole GPUs from
+ * then on, and is never shared again (gshare_failed).
  *
  * Why only the job's own earlier attempts: a first attempt has no
  * profile, so it is never shared; the jobs that come back (preempted,
@@ -77,7 +80,8 @@ void gshare_prepare(crater_daemon_t *d, djob_t *j)
 {
     const char *why = NULL;
 
-    if (!d->cfg.scheduler.gpu_share.enabled || j->req.share_milli || j->nrep)
+    if (!d->cfg.scheduler.gpu_share.enabled || j->req.share_milli || j->nrep
+        || j->gs_off)
         return;
     if (j->gs_samples < d->cfg.scheduler.gpu_share.min_samples) {
         j->gs_why = "no profile yet (gpuShare.minSamples readings of the "
@@ -90,6 +94,18 @@ void gshare_prepare(crater_daemon_t *d, djob_t *j)
                        j->gs_peak_mib,
                        &why);
     j->gs_why = why;
+}
+
+void gshare_failed(djob_t *j)
+{
+    if (!j->req.share_milli)
+        return;
+    j->req.share_milli = 0;
+    j->req.slice_mib =
+        (uint32_t)crater_bytes_to_mib_ceil(j->spec->resources.gpu.memory_bytes);
+    j->gs_off = true;
+    j->gs_why = "an attempt that ran time-shared failed: whole GPUs from "
+                "now on";
 }
 
 json_t *gshare_json(const crater_daemon_t *d, const djob_t *j)

@@ -138,6 +138,7 @@ typedef struct djob {
     double gs_use_sum;
     uint64_t gs_peak_mib;
     const char *gs_why;
+    bool gs_off;      /* a time-shared attempt failed: never shared again */
     bool cost_capped; /* cost.c: stopped for its costCap (not stored) */
     /* A replica of an inference service (services.c): the service's job
      * id (0: not a replica), its role (crater__svc_role_t), its number in
@@ -667,6 +668,10 @@ void gshare_observe(crater_daemon_t *d,
 /* Before the pass places pending j: make its request time-shared when
  * gpuShare is on and its profile qualifies (crater_sched_share). */
 void gshare_prepare(crater_daemon_t *d, djob_t *j);
+/* j's attempt failed: when it ran time-shared, its next attempts get
+ * their GPUs whole again (the slice sized from its profile may be what
+ * failed it: a job whose memory grew), and it is never shared again. */
+void gshare_failed(djob_t *j);
 /* {shared, samples, use, peak_mib, slice_mib | why_not} for a GPU job
  * while gpuShare is on; NULL otherwise. New reference. */
 json_t *gshare_json(const crater_daemon_t *d, const djob_t *j);

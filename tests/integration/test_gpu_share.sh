@@ -10,7 +10,8 @@
 #   - reclaimed and requeued, its next attempt is time-shared: a slice of
 #     its peak (memoryMargin 0) in the agent's order, "gpu_share" in the
 #     placement, shared: true;
-#   - a job measured busy (0.95, above maxUtil) says why it is not shared.
+#   - a job measured busy (0.95, above maxUtil) says why it is not shared;
+#   - a time-shared attempt that fails gives the job whole GPUs again.
 set -uo pipefail
 src=${CRATER_SOURCE_DIR:?} bin=${CRATER_BIN:?} agentbin=${CRATER_AGENT_BIN:?}
 pass=0 fail=0
@@ -94,6 +95,20 @@ job "$idle" | jq -e '.placement.whole_gpus == false and .placement.gpu_share > 0
 until_ 20 'job "$busy" | jq -e ".gpu_share.samples >= 3" >/dev/null' && ok || bad "busy profiled: $(show "$busy")"
 job "$busy" | jq -e '.gpu_share.use > 0.9 and .placement.whole_gpus' >/dev/null \
     && ok || bad "busy job: $(show "$busy")"
+
+# ---- a shared attempt that fails: whole GPUs from then on ------------------------
+# attempt 1 idle (profiled, reclaimed), attempt 2 time-shared exits 3
+# (restartPolicy OnFailure), attempt 3 must hold its GPU whole again
+flaky=$(submit flaky "command: [sh, -c, 'test \"\$CRATER_ATTEMPT\" = 2 && exit 3; sleep 600; :', $mark]" \
+    'env: {CRATER_SYNTHETIC_GPU_UTIL: "0"}' 'restartPolicy: OnFailure' 'backoffLimit: 2' "$whole")
+until_ 60 'job "$flaky" | jq -e ".attempts >= 3 and .state == \"running\"" >/dev/null' \
+    && ok || bad "flaky: attempt 3 runs: $(show "$flaky")"
+job "$flaky" | jq -e '.placement.whole_gpus and .placement.gpu_share == null
+    and .gpu_share.shared == false
+    and (.gpu_share.why_not | test("time-shared failed"))' >/dev/null \
+    && ok || bad "a failed shared attempt: whole GPUs again, and why: $(show "$flaky")"
+job "$flaky" | jq -e '[.history[] | select(.reason | test("attempt 2 failed: exit code 3"))] | length == 1' \
+    >/dev/null && ok || bad "flaky: its second (shared) attempt failed: $(job "$flaky" | jq -c '[.history[].reason]')"
 
 echo "test_gpu_share: $pass passed, $fail failed"
 [ "$fail" = 0 ]
