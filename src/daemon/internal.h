@@ -149,6 +149,9 @@ typedef struct djob {
     int svc_role;
     uint32_t svc_index;
     bool svc_ready, svc_in_gw, svc_loaded;
+    /* failed HTTP probes in a row of a ready replica (services.c: it
+     * leaves traffic at SVC_PROBE_FAILURES, as Kubernetes' failureThreshold) */
+    uint8_t svc_probe_fails;
     bool svc_reaped; /* its end was seen by the controller */
     /* The spec version it runs (a replica), or serves (a service's job;
      * a rollout raises it). Stored. */

@@ -315,6 +315,7 @@ void service_bound(crater_daemon_t *d, djob_t *j)
     if (base + count > 65536)
         base = 65536 - count; /* the config keeps base + count <= 65536 */
     j->svc_ready = j->svc_loaded = false;
+    j->svc_probe_fails = 0;
     for (uint32_t k = 0; k < count; k++) {
         uint32_t p = base + (uint32_t)((j->id + k) % count);
         if (!port_used(d, j, p)) {
@@ -717,6 +718,13 @@ static void rep_ready(crater_daemon_t *d, djob_t *j, bool ok, int64_t now)
     }
 }
 
+/* A ready replica leaves traffic after this many failed probes in a row
+ * (Kubernetes' failureThreshold, 3 by default): one probe that missed its
+ * 500 ms on a loaded node is not a replica gone (a rollout counted one
+ * as such, test_rollout); a replica not ready yet enters at its first
+ * success. */
+#define SVC_PROBE_FAILURES 3
+
 static void probes_apply(crater_daemon_t *d,
                          const probe_t *p,
                          size_t n,
@@ -724,8 +732,14 @@ static void probes_apply(crater_daemon_t *d,
 {
     for (size_t i = 0; i < n; i++) {
         djob_t *j = job_find(d, p[i].job);
-        if (j && j->state == JS_RUNNING && j->attempts == p[i].attempt)
-            rep_ready(d, j, p[i].ok, now);
+        bool ok = p[i].ok;
+        if (!j || j->state != JS_RUNNING || j->attempts != p[i].attempt)
+            continue;
+        if (ok)
+            j->svc_probe_fails = 0;
+        else if (j->svc_ready && ++j->svc_probe_fails < SVC_PROBE_FAILURES)
+            ok = true; /* still in traffic */
+        rep_ready(d, j, ok, now);
     }
 }
 
