@@ -142,6 +142,12 @@ truthful() { # truthful FROM TO LEAST SECONDS
     return 1
 }
 restart_mid() { # restart_mid SIGNAL FROM TO: craterd stopped mid-rollout
+    # from a steady service: both replicas of FROM live and ready (a
+    # rollout's total counts the old replicas in traffic at its start; a
+    # replica that just ended and is not replaced yet is not one of them)
+    wait_svc 60 '([.items[] | select(.state != "draining")]
+        | length == 2 and all(.version == '"$2"')) and .replicas.ready == 2' \
+        || bad "$1: both replicas of version $2 ready before the rollout"
     spec "v$3.yaml" "v$3" 3
     c rollout -f "v$3.yaml" >/dev/null || bad "rollout to version $3"
     wait_svc 60 '.rollout.state == "rolling" and .rollout.rolled == 1' \
