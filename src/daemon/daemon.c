@@ -495,8 +495,10 @@ void crater_daemon_stop(crater_daemon_t *d)
     pthread_mutex_unlock(&d->mu);
     if (d->sched_started)
         pthread_join(d->sched_thread, NULL);
-    services_stop(d);
+    /* the API first: GET /metrics renders the gateway's families, which
+     * services_stop() frees (TSan, test_history) */
     crater_http_stop(d->http);
+    services_stop(d);
     crater_store_close(d->store);
     if (d->declog)
         fclose(d->declog);

