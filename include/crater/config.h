@@ -98,6 +98,7 @@ typedef struct crater_config {
         char *task_user;                   /* agent.taskUser */
         bool allow_root_tasks;             /* agent.allowRootTasks */
         uint32_t pids_limit;               /* agent.pidsLimit, 0 = none */
+        uint32_t spare_tasks;              /* agent.spareTasks */
         bool tenant_users;                 /* agent.tenantUsers */
         bool hide_processes;               /* agent.hideProcesses */
         char *work_root;                   /* agent.workRoot */

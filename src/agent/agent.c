@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -42,6 +43,7 @@
 
 #define TICK_MS 100
 #define POLL_WAIT_MS 5000
+#define START_CHUNK 2
 
 /* ---- hardware
  * ---------------------------------------------------------------- */
@@ -288,8 +290,16 @@ static int poll_once(crater_agent_t *a, crater_error_t *err)
     if (rc < 0)
         return -1;
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < work.nitems; i++)
+    for (size_t i = 0; i < work.nitems; i++) {
         apply_item(a, &work.items[i]);
+        if ((i + 1) % START_CHUNK == 0 && i + 1 < work.nitems) {
+            task_start_finish(a);
+            task_reap(a);
+            pthread_mutex_unlock(&a->mu);
+            sched_yield();
+            pthread_mutex_lock(&a->mu);
+        }
+    }
     task_start_finish(a);
     a->seq = work.seq;
     pthread_mutex_unlock(&a->mu);
@@ -651,19 +661,29 @@ static int start_threads(crater_agent_t *a)
                                 report_events_main,
                                 report_logs_main,
                                 notice_main,
-                                probe_main};
+                                probe_main,
+                                spare_main};
+    static const char *const names[] = {"agent-work",
+                                        "agent-sup",
+                                        "agent-events",
+                                        "agent-logs",
+                                        "agent-notice",
+                                        "agent-probe",
+                                        "agent-spare"};
     pthread_t *ids[] = {&a->work_thread,
                         &a->sup_thread,
                         &a->ev_thread,
                         &a->log_thread,
                         &a->notice_thread,
-                        &a->probe_thread};
+                        &a->probe_thread,
+                        &a->spare_thread};
 
     if (notice_create(a) < 0)
         return -1;
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
         if (pthread_create(ids[i], NULL, mains[i], a) != 0)
             return -1;
+        pthread_setname_np(*ids[i], names[i]); /* top -H, perf, gdb */
         a->nthreads++;
     }
     return 0;
@@ -771,7 +791,8 @@ void crater_agent_stop(crater_agent_t *a)
                            a->ev_thread,
                            a->log_thread,
                            a->notice_thread,
-                           a->probe_thread};
+                           a->probe_thread,
+                           a->spare_thread};
         for (size_t i = 0; i < a->nthreads; i++)
             pthread_join(ids[i], NULL);
     }

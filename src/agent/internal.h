@@ -27,6 +27,8 @@
 
 /* Spare task directories an agent keeps at most (spare.c). */
 #define SPARE_MAX 1024
+/* Spares of each kind made ahead when agent.spareTasks is not set. */
+#define SPARE_RESERVE 64
 /* A pool of emptied directories DATA/<sub>/<n> (spare.c). */
 typedef struct spool {
     const char *sub;          /* "spare" or "spare-work" */
@@ -157,10 +159,10 @@ struct crater_agent {
     int sup_wake[2]; /* a pipe: new tasks for sup_main to watch (task.c) */
     bool stopping;
     pthread_t work_thread, sup_thread, ev_thread, log_thread, notice_thread,
-        probe_thread;
+        probe_thread, spare_thread;
     pthread_cond_t probe_wake; /* probe.c: a probe was added */
-    size_t nthreads; /* started, in the order work, sup, ev, log, notice */
-    notice_srv_t *notice_srv; /* the task sockets' server (notice.c) */
+    size_t nthreads;           /* started, in the order of start_threads() */
+    notice_srv_t *notice_srv;  /* the task sockets' server (notice.c) */
 
     char *server, *token, *data_dir;
     const crater_config_t *cfg;
@@ -298,6 +300,13 @@ bool spare_give_workdir(crater_agent_t *a, const atask_t *t);
 /* A kept working directory renamed to path; false when there is none or
  * path exists (then mkdir). */
 bool spare_take_workdir(crater_agent_t *a, const char *path);
+/* Up to want task directories and want working directories made ahead
+ * into the pools (each pool stops at want); stops early when the agent
+ * stops or the filesystem refuses. Returns how many were made. */
+size_t spare_fill(crater_agent_t *a, size_t want);
+/* The thread that fills the pools to agent.spareTasks at SCHED_IDLE, then
+ * ends. */
+void *spare_main(void *arg);
 
 /* cgpool.c: the kept cgroups of an earlier agent on this DATA removed
  * (adopted tasks' kept), after adoption and before the threads. */
@@ -373,6 +382,9 @@ void task_probe_adopted(crater_agent_t *a,
 /* The pids of the tasks task_start() spawned, and their records: before
  * any other order touches them, and at the end of each work batch. */
 void task_start_finish(crater_agent_t *a);
+/* The tasks whose shim has ended, handled now (caller holds a->mu): what
+ * the supervisor does when it wakes, for a work batch that holds a->mu. */
+void task_reap(crater_agent_t *a);
 void task_stop(crater_agent_t *a, atask_t *t, uint64_t grace_ms);
 /* Exits, time limits, stop deadlines and usage of the running tasks:
  * every task when full, else only those whose kept pid pipe (exit_watch)

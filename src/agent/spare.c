@@ -36,11 +36,26 @@
  * or inode flags in it, so it is kept only when it is exactly as made
  * (plain_empty_dir()), in DATA/spare-work/<n> (the agent's, mode 0700),
  * and only when the work root is on DATA's filesystem.
+ *
+ * Reserve: the pools fill only as tasks end, so the first burst after an
+ * agent starts (and any burst larger than every earlier one) made every
+ * task's files, and on such an ext4 each new inode also scans past the
+ * inodes freed in the last minutes: after a large rm (a test's, a
+ * benchmark's cleanup) that made a 1,000-task burst 40-60% slower (B3,
+ * session 10). So the agent makes agent.spareTasks of each kind ahead
+ * (spare_fill()), made as the task path would make them: the task
+ * directory 0700 with its four files empty (task.json.tmp and exit.tmp
+ * 0600, stdout and stderr 0640), the working directory in the work root
+ * (so it has the inode flags a new one gets there) and then moved to
+ * DATA/spare-work. It runs on a thread of its own at SCHED_IDLE, which
+ * gets only CPU time nothing else wants, and ends when both pools hold
+ * that many or after making that many of each.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +271,124 @@ bool spare_give_workdir(crater_agent_t *a, const atask_t *t)
 bool spare_take_workdir(crater_agent_t *a, const char *path)
 {
     return take(a, &a->wspare, path);
+}
+
+/* ---- reserve --------------------------------------------------------------
+ */
+
+static size_t pool_size(crater_agent_t *a, const spool_t *p)
+{
+    size_t n;
+
+    pthread_mutex_lock(&a->spare_mu);
+    n = p->n + p->giving;
+    pthread_mutex_unlock(&a->spare_mu);
+    return n;
+}
+
+/* A new task directory with its four files, empty, as slot n. */
+static bool make_task_spare(crater_agent_t *a, long long n)
+{
+    static const mode_t modes[] = {0600, 0600, 0640, 0640}; /* spare_files */
+    char dir[4400];
+    int dfd;
+    bool ok = true;
+
+    spare_path(a, &a->spare, (unsigned)n, dir, sizeof(dir));
+    if (mkdir(dir, 0700) < 0)
+        return false;
+    if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rmdir(dir);
+        return false;
+    }
+    for (size_t i = 0; ok && i < sizeof(modes) / sizeof(modes[0]); i++) {
+        int fd = openat(dfd,
+                        spare_files[i],
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        modes[i]);
+        ok = fd >= 0;
+        if (ok)
+            close(fd);
+    }
+    close(dfd);
+    if (!ok)
+        rm_tree(dir);
+    return ok;
+}
+
+/* A new working directory, made in the work root and moved to slot n. */
+static bool make_work_spare(crater_agent_t *a, long long n)
+{
+    char made[4200], dst[4400];
+    DIR *d;
+    bool ok;
+
+    snprintf(made,
+             sizeof(made),
+             "%s/.spare-%08x-%lld",
+             a->work_root,
+             (unsigned)a->instance,
+             n);
+    if (mkdir(made, 0700) < 0)
+        return false;
+    ok = (d = opendir(made)) != NULL && plain_empty_dir(d, a->wspare_flags);
+    if (d)
+        closedir(d);
+    spare_path(a, &a->wspare, (unsigned)n, dst, sizeof(dst));
+    if (!ok || rename(made, dst) < 0) {
+        rmdir(made);
+        return false;
+    }
+    return true;
+}
+
+/* One more spare in p, unless it holds want already; false when none
+   was made (full, or the filesystem refused). */
+static bool fill_one(crater_agent_t *a, spool_t *p, size_t want)
+{
+    long long n;
+    bool ok;
+
+    if (pool_size(a, p) >= want || (n = reserve(a, p)) < 0)
+        return false;
+    ok = p == &a->spare ? make_task_spare(a, n) : make_work_spare(a, n);
+    settle(a, p, n, ok);
+    return ok;
+}
+
+static bool agent_stopping(crater_agent_t *a)
+{
+    bool s;
+
+    pthread_mutex_lock(&a->mu);
+    s = a->stopping;
+    pthread_mutex_unlock(&a->mu);
+    return s;
+}
+
+size_t spare_fill(crater_agent_t *a, size_t want)
+{
+    size_t made = 0;
+
+    for (size_t i = 0; i < want && !agent_stopping(a); i++) {
+        bool task = fill_one(a, &a->spare, want);
+        bool work = a->wspare.on && fill_one(a, &a->wspare, want);
+        made += task + work;
+        if (!task && !work)
+            break;
+    }
+    return made;
+}
+
+void *spare_main(void *arg)
+{
+    crater_agent_t *a = arg;
+    struct sched_param sp = {0};
+    size_t want = a->cfg ? a->cfg->agent.spare_tasks : SPARE_RESERVE;
+
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp); /* idle CPU only */
+    spare_fill(a, want);
+    return NULL;
 }
 
 /* ---- start ----------------------------------------------------------------

@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
@@ -836,7 +837,12 @@ static void exited(crater_agent_t *a, atask_t *t, int status, int64_t at)
         t->oom = true;
     crater_cg_kill(a->cg, t->cg, SIGKILL, NULL); /* stragglers */
     ctr_exited(a, t, status);
-    cgpool_keep(a, t); /* the next task may take it now */
+    /* the next task may take its cgroup now, and its working directory
+     * when the task left it as made: no process is left to write in it */
+    if (cgpool_keep(a, t) && t->workdir && spare_give_workdir(a, t)) {
+        free(t->workdir);
+        t->workdir = NULL;
+    }
     /* its GPU slice file goes before craterd hears of the exit: a job
      * reported finished holds nothing on the node's shared memory */
     agent_slice_cleanup(t);
@@ -921,6 +927,26 @@ void task_supervise(
         }
         measure(a, t, now);
     }
+}
+
+void task_reap(crater_agent_t *a)
+{
+    struct pollfd *fds = calloc(a->ntasks + 1, sizeof(*fds));
+    atask_t **of = calloc(a->ntasks + 1, sizeof(*of));
+    size_t n = 0;
+
+    for (size_t i = 0; fds && of && i < a->ntasks; i++)
+        if (a->tasks[i]->state == AT_RUNNING && a->tasks[i]->exit_watch) {
+            of[n] = a->tasks[i];
+            fds[n] = (struct pollfd){.fd = of[n]->pid_fd, .events = POLLIN};
+            n++;
+        }
+    if (n > 0 && poll(fds, n, 0) > 0)
+        for (size_t i = 0; i < n; i++)
+            if (fds[i].revents)
+                check_exit(a, of[i]);
+    free(fds);
+    free(of);
 }
 
 crater_proto_usage_t task_usage(const atask_t *t)

@@ -280,6 +280,11 @@ static const row_t rows[] = {
  NULL, "Most processes and threads one task may have at once (the pids "
  "controller's pids.max): a fork bomb stops there instead of taking the "
  "node down. 0 = no limit."},
+{"agent.spareTasks", T_UINT, F(agent.spare_tasks), "64", 0, 1024, 0, NULL,
+ NULL, "Task directories and working directories an agent makes ahead "
+ "when it starts (at idle CPU priority), so that a burst of short tasks "
+ "takes ready ones instead of creating files; finished tasks' ones are "
+ "kept for the next tasks as well, up to 1024 (doc/agent.md)."},
 {"agent.tenantUsers", T_BOOL, F(agent.tenant_users), "true", 0, 0, 0, NULL,
  NULL, "Run each tenant's tasks under the tenant's own uid and gid, which "
  "craterd allocates from server.taskUidRange (the same on every node): "

@@ -559,6 +559,8 @@ static void *sched_main(void *arg)
     int64_t next_tick = 0, next_expire = 0;
     struct timespec ts;
 
+    pthread_setname_np(pthread_self(), "scheduler"); /* top -H, perf, gdb */
+
     pthread_mutex_lock(&d->mu);
     while (!d->stopping) {
         int64_t now = dnow_ms();

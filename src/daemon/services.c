@@ -1151,6 +1151,8 @@ static void *svc_main(void *arg)
     crater_daemon_t *d = arg;
     struct timespec ts;
 
+    pthread_setname_np(pthread_self(), "services"); /* top -H, perf, gdb */
+
     pthread_mutex_lock(&d->mu);
     while (!d->stopping) {
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -997,6 +997,8 @@ static void *loop_main(void *arg)
     gw_t *g = arg;
     bool stop = false;
 
+    pthread_setname_np(pthread_self(), "gateway"); /* top -H, perf, gdb */
+
     while (!stop) {
         int64_t now, next;
         int running, wait_ms;

@@ -586,6 +586,8 @@ static void *sweep_main(void *arg)
     struct timespec until;
     unsigned n;
 
+    pthread_setname_np(pthread_self(), "http-sweep"); /* top -H, perf, gdb */
+
     step = step < 100 ? 100 : step > 1000 ? 1000 : step;
     pthread_mutex_lock(&s->conns_mu);
     while (!s->sweep_stop) {

@@ -79,5 +79,5 @@ int main(int argc, char **argv)
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", s.exit_path) >= (int)sizeof(tmp))
         return usage();
     s.exit_tmp = tmp;
-    taskexec_shim(&s, 3, false);
+    taskexec_shim(&s, 3, true);
 }

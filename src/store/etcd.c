@@ -1306,6 +1306,8 @@ static void *writer_main(void *arg)
 {
     et_t *e = arg;
 
+    pthread_setname_np(pthread_self(), "store-etcd"); /* top -H, perf, gdb */
+
     pthread_mutex_lock(&e->lock);
     for (;;) {
         req_t *b = e->head, *next;

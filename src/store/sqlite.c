@@ -1205,6 +1205,8 @@ static void *writer_main(void *arg)
     req_t *batch;
     bool stop = false;
 
+    pthread_setname_np(pthread_self(), "store-sqlite"); /* top -H, perf, gdb */
+
     while ((batch = take_batch(s, &stop)) || !stop) {
         run_batch(s, batch);
         while (batch) {

@@ -589,7 +589,7 @@ START_TEST(encode_defaults_has_every_key)
                           json_object_get(json_object_get(ea, "scheduler"),
                                           "gpuShare")),
                       4);
-    ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 12);
+    ck_assert_uint_eq(json_object_size(json_object_get(ea, "agent")), 13);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "server")), 16);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "cost")), 18);
     ck_assert_uint_eq(json_object_size(json_object_get(ea, "store")), 10);

@@ -7,9 +7,12 @@
  * agent that starts again takes back what an earlier one left and removes
  * anything else; a full pool gives nothing. Working directories: kept
  * only when empty and without extended attributes, mode 0700 again, the
- * same inode taken by the next task.
+ * same inode taken by the next task. The reserve (spare_fill()): spares
+ * made ahead exactly as the task path makes them, never past the number
+ * asked for, the working directories with no trace left in the work root.
  */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +62,7 @@ static crater_agent_t *agent_new(void)
 
     ck_assert_ptr_nonnull(a);
     a->data_dir = data;
+    pthread_mutex_init(&a->mu, NULL);
     pthread_mutex_init(&a->spare_mu, NULL);
     ck_assert_msg(spare_init(a, &err) == 0, "%s", err.text);
     return a;
@@ -66,6 +70,7 @@ static crater_agent_t *agent_new(void)
 
 static void agent_free(crater_agent_t *a)
 {
+    pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->spare_mu);
     free(a);
 }
@@ -244,6 +249,7 @@ static crater_agent_t *agent_with_work(char *work, size_t len)
     a->data_dir = data;
     a->work_root = work;
     a->instance = 0x1234;
+    pthread_mutex_init(&a->mu, NULL);
     pthread_mutex_init(&a->spare_mu, NULL);
     ck_assert_msg(spare_init(a, &err) == 0, "%s", err.text);
     ck_assert(a->wspare.on); /* DATA and WORK on one filesystem */
@@ -333,6 +339,88 @@ START_TEST(init_takes_back_workdirs)
 }
 END_TEST
 
+static void mode_is(const char *path, mode_t mode)
+{
+    struct stat st;
+
+    ck_assert_msg(lstat(path, &st) == 0, "stat %s", path);
+    ck_assert_msg((st.st_mode & 07777) == mode,
+                  "%s: mode %o, want %o",
+                  path,
+                  (unsigned)(st.st_mode & 07777),
+                  (unsigned)mode);
+    ck_assert_uint_eq(st.st_uid, geteuid());
+    ck_assert(S_ISDIR(st.st_mode) || st.st_size == 0);
+}
+
+static size_t entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    size_t n = 0;
+
+    ck_assert_msg(d != NULL, "opendir %s", dir);
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* The reserve: spares made ahead as the task path makes them (four empty
+   files with the task's modes; an empty 0700 working directory), never
+   more than asked; a taken one is made again by the next fill, and the
+   next task gets a made one's inode. */
+START_TEST(fill_makes_spares_ahead)
+{
+    static const char *const names[] = {"task.json.tmp",
+                                        "exit.tmp",
+                                        "stdout",
+                                        "stderr"};
+    static const mode_t modes[] = {0600, 0600, 0640, 0640};
+    char work[300], p[600], d1[300], o1[300], e1[300], w1[300];
+    crater_agent_t *a = agent_with_work(work, sizeof(work));
+    atask_t t1 = task_of("9.1", d1, o1, e1);
+    ino_t wi;
+
+    ck_assert_uint_eq(spare_fill(a, 3), 6);
+    ck_assert_uint_eq(a->spare.n, 3);
+    ck_assert_uint_eq(a->wspare.n, 3);
+    ck_assert_uint_eq(entries(work), 0); /* made there, all moved */
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s/spare/%u", data, a->spare.slot[i]);
+        mode_is(p, 0700);
+        ck_assert_uint_eq(entries(p), 4);
+        for (size_t k = 0; k < 4; k++) {
+            snprintf(p,
+                     sizeof(p),
+                     "%s/spare/%u/%s",
+                     data,
+                     a->spare.slot[i],
+                     names[k]);
+            mode_is(p, modes[k]);
+        }
+        snprintf(p, sizeof(p), "%s/spare-work/%u", data, a->wspare.slot[i]);
+        mode_is(p, 0700);
+        ck_assert_uint_eq(entries(p), 0);
+    }
+    ck_assert_uint_eq(spare_fill(a, 3), 0); /* full already */
+    ck_assert(spare_take(a, &t1));
+    ck_assert(there(o1) && there(e1));
+    snprintf(p, sizeof(p), "%s/spare-work/%u", data, a->wspare.slot[2]);
+    wi = ino(p);
+    snprintf(w1, sizeof(w1), "%.280s/1234.9.1", work);
+    ck_assert(spare_take_workdir(a, w1));
+    ck_assert_uint_eq(ino(w1), wi);
+    ck_assert_uint_eq(spare_fill(a, 3), 2); /* one of each made again */
+    ck_assert_uint_eq(a->spare.n, 3);
+    ck_assert_uint_eq(a->wspare.n, 3);
+    a->spare.n = a->wspare.n = SPARE_MAX; /* full: nothing made */
+    ck_assert_uint_eq(spare_fill(a, SPARE_MAX + 1), 0);
+    a->spare.n = a->wspare.n = 3;
+    agent_free(a);
+}
+END_TEST
+
 static Suite *spare_suite(void)
 {
     Suite *s = suite_create("spare");
@@ -346,6 +434,7 @@ static Suite *spare_suite(void)
     tcase_add_test(c, empty_workdir_is_kept_and_taken);
     tcase_add_test(c, used_workdir_is_not_kept);
     tcase_add_test(c, init_takes_back_workdirs);
+    tcase_add_test(c, fill_makes_spares_ahead);
     suite_add_tcase(s, c);
     return s;
 }
