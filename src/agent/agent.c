@@ -651,6 +651,7 @@ static int open_parts(crater_agent_t *a,
                    "crater-shim not found (next to this program or "
                    "$CRATER_SHIM): tasks start under a fork of the agent, "
                    "a few milliseconds slower");
+    spawner_start(a); /* before the threads: it forks */
     return 0;
 }
 
@@ -712,7 +713,7 @@ crater_agent_t *crater_agent_start(const crater_agent_opts_t *o,
     a->data_dir = strdup(o->data_dir ? o->data_dir : "./var/agent");
     a->need_register = true;
     a->hb_interval_ms = 5000;
-    a->procns_fd = a->mounts_fd = -1;
+    a->procns_fd = a->mounts_fd = a->spawn_fd = -1;
     a->sup_wake[0] = a->sup_wake[1] = -1;
     if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
         a->instance = (uint32_t)getpid();
@@ -801,6 +802,7 @@ void crater_agent_stop(crater_agent_t *a)
     while (a->ntasks > 0)
         task_remove(a, a->tasks[0]);
     free(a->tasks);
+    spawner_stop(a);
     crater_client_destroy(a->work_client);
     crater_client_destroy(a->sup_client);
     crater_client_destroy(a->ev_client);

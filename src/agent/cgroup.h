@@ -122,10 +122,12 @@ int crater_cg_list(crater_cgroups_t *cg,
                    char ***names,
                    size_t *n,
                    crater_error_t *err);
-/* Paths of the cgroup.procs files (v2: one; v1: one per controller used),
- * malloc'd, for a forked child to write its own pid into before exec
- * (async-signal-safe there: open/write/close only; writing "0" also means
- * "the writer"). Caller frees with crater_cg_paths_free. NONE: n = 0. */
+/* Paths of the files a forked child writes "0" into to join task before
+ * exec (async-signal-safe there: open/write/close only): v1, each used
+ * hierarchy's "tasks" (the child moves only itself, which, single-threaded
+ * between fork and exec, is the whole process, without the global lock a
+ * whole-process move takes); v2, its cgroup.procs. malloc'd; caller frees
+ * with crater_cg_paths_free. NONE: n = 0. */
 int crater_cg_procs_paths(crater_cgroups_t *cg,
                           const char *task,
                           char ***paths,

@@ -207,6 +207,8 @@ struct crater_agent {
     int mounts_fd;     /* /proc/self/mounts, polled for changes, or -1 */
     char *work_root;   /* default working directories (make_dirs()) */
     const char *shim_path; /* crater-shim, or NULL: fork a shim */
+    int spawn_fd;          /* spawner.c: crater-shim --spawner, or -1 */
+    pid_t spawner;
 
     atask_t **tasks;
     size_t ntasks, captasks;
@@ -405,6 +407,16 @@ const char *agent_locate(const char *env,
 /* crater-shim: $CRATER_SHIM, next to this executable, or the build
  * tree's; NULL when none is there (static storage). */
 const char *agent_shim_path(void);
+/* spawner.c: crater-shim --spawner started (a->spawn_fd), or -1 with a
+ * warning; before the agent's threads. */
+void spawner_start(crater_agent_t *a);
+/* A shim forked by the spawner with argv (its command line) and envp, wfd
+ * as its fd 3 and nsfd (>= 0) as its fd 4: its pid (not the agent's
+ * child), or -1: start it another way. Caller holds a->mu. */
+pid_t spawner_spawn(
+    crater_agent_t *a, char *const *argv, char *const *envp, int wfd, int nsfd);
+/* The spawner told to exit, and reaped. */
+void spawner_stop(crater_agent_t *a);
 /* The messages about t; each borrows t's strings (valid while t lives
  * and a->mu is held). Heartbeat entry of a running task: */
 crater_proto_usage_t task_usage(const atask_t *t);

@@ -95,7 +95,7 @@ static char **ctr_argv(const crater_agent_t *a,
     return v;
 }
 
-/* A NULL-terminated copy of n paths (cgroup.procs files); NULL: no
+/* A NULL-terminated copy of n paths (crater_cg_procs_paths()); NULL: no
    memory. */
 static char **vec_dup(char *const *v, size_t n)
 {

@@ -487,11 +487,15 @@ static char **shim_argv(const char *shim, const spawn_t *s)
     return v;
 }
 
-/* posix_spawn crater-shim with wfd as its fd 3; -1 and errno. */
-static pid_t spawn_shim(const char *shim, const spawn_t *s, int wfd)
+/* crater-shim with wfd as its fd 3: forked by the spawner (*child
+ * false), else posix_spawn'd (*child true); -1 and errno. */
+static pid_t spawn_shim(crater_agent_t *a,
+                        const spawn_t *s,
+                        int wfd,
+                        bool *child)
 {
     posix_spawn_file_actions_t fa;
-    char **v = shim_argv(shim, s);
+    char **v = shim_argv(a->shim_path, s);
     pid_t pid = -1;
     int rc;
 
@@ -499,12 +503,17 @@ static pid_t spawn_shim(const char *shim, const spawn_t *s, int wfd)
         errno = ENOMEM;
         return -1;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, wfd, 3);
-    if (s->hide_procs && s->procns_fd >= 0) /* >= 10: never 3 or 4 */
-        posix_spawn_file_actions_adddup2(&fa, s->procns_fd, 4);
-    rc = posix_spawn(&pid, shim, &fa, NULL, v, s->envp);
-    posix_spawn_file_actions_destroy(&fa);
+    pid = spawner_spawn(a, v, s->envp, wfd, s->hide_procs ? s->procns_fd : -1);
+    if ((*child = pid <= 0)) {
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, wfd, 3);
+        if (s->hide_procs && s->procns_fd >= 0) /* >= 10: never 3 or 4 */
+            posix_spawn_file_actions_adddup2(&fa, s->procns_fd, 4);
+        rc = posix_spawn(&pid, a->shim_path, &fa, NULL, v, s->envp);
+        posix_spawn_file_actions_destroy(&fa);
+    } else {
+        rc = 0;
+    }
     for (int i = 5; i < 9; i++)
         free(v[i]);
     free(v);
@@ -524,6 +533,7 @@ static int start_shim(crater_agent_t *a,
 {
     taskexec_t x = exec_view(s);
     int p[2], hi;
+    bool child = true;
 
     if (pipe2(p, O_CLOEXEC) < 0)
         return crater_errorf(err, CRATER_EIO, "pipe: %s", strerror(errno));
@@ -532,7 +542,7 @@ static int start_shim(crater_agent_t *a,
         p[1] = hi;
     }
     if (a->shim_path) {
-        t->shim = spawn_shim(a->shim_path, s, p[1]);
+        t->shim = spawn_shim(a, s, p[1], &child);
     } else if ((t->shim = fork()) == 0) {
         close(p[0]);
         taskexec_shim(&x, p[1], false);
@@ -545,7 +555,7 @@ static int start_shim(crater_agent_t *a,
                              "starting the task's supervisor: %s",
                              strerror(errno));
     }
-    t->shim_child = true;
+    t->shim_child = child;
     t->pid_fd = p[0]; /* the pid comes later: task_start_finish() */
     t->pid_wait = true;
     return 0;
@@ -865,8 +875,21 @@ static void measure(crater_agent_t *a, atask_t *t, int64_t now)
     t->mem_bytes = mem;
 }
 
-/* 1 when t ended: its exit file, or its shim gone without one. */
-static int check_exit(crater_agent_t *a, atask_t *t)
+/* The pid pipe's writer is gone (checked now: a descriptor number that a
+   poll reported may belong to a newer task's pipe by the time it is
+   looked at). */
+static bool pipe_ended(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+}
+
+/* 1 when t ended: its exit file, or its shim gone without one. hung_up:
+ * its pid pipe reported the end (the shim closes it only by exiting); a
+ * shim that is not this agent's child and whose pipe is watched is not
+ * looked up in /proc at every tick (the pipe says when it ends). */
+static int check_exit(crater_agent_t *a, atask_t *t, bool hung_up)
 {
     int status, st, reaped = 0;
     int64_t at;
@@ -880,8 +903,9 @@ static int check_exit(crater_agent_t *a, atask_t *t)
         exited(a, t, status, at);
         return 1;
     }
-    if (reaped
-        || (!t->shim_child && !taskstate_alive(t->shim, t->shim_start))) {
+    if (reaped || (hung_up && t->exit_watch && pipe_ended(t->pid_fd))
+        || (!t->shim_child && !t->exit_watch
+            && !taskstate_alive(t->shim, t->shim_start))) {
         crater_log(LOG_ERR,
                    "job %s: the supervisor of pid %d is gone without an exit "
                    "status",
@@ -910,10 +934,10 @@ void task_supervise(
             continue;
         if (!full) { /* only the tasks whose shim just ended */
             if (t->exit_watch && among(t->pid_fd, ready, nready))
-                check_exit(a, t);
+                check_exit(a, t, !t->shim_child);
             continue;
         }
-        if (check_exit(a, t))
+        if (check_exit(a, t, false))
             continue;
         timelimit_check(a, t);
         if (t->stop_requested && !t->term_sent && !t->killed)
@@ -944,7 +968,7 @@ void task_reap(crater_agent_t *a)
     if (n > 0 && poll(fds, n, 0) > 0)
         for (size_t i = 0; i < n; i++)
             if (fds[i].revents)
-                check_exit(a, of[i]);
+                check_exit(a, of[i], !of[i]->shim_child);
     free(fds);
     free(of);
 }

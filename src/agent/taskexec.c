@@ -41,16 +41,14 @@ static void close_from(unsigned lo)
     (void)syscall(SYS_close_range, lo, ~0U, 0);
 }
 
-static void write_pid(char *const *procs, size_t n)
+/* This process into the task's cgroups: "0" is the writer (v1's "tasks"
+ * files: this thread, the only one; crater_cg_procs_paths()). */
+static void join_cgroups(char *const *procs, size_t n)
 {
-    char buf[24];
-    size_t len = 0;
-
-    put_num(buf, &len, (int64_t)getpid());
     for (size_t i = 0; i < n; i++) {
         int fd = open(procs[i], O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
-            if (write(fd, buf, len) < 0)
+            if (write(fd, "0", 1) < 0)
                 _exit(126);
             close(fd);
         }
@@ -130,7 +128,7 @@ void taskexec_child(const taskexec_t *s)
     signal(SIGHUP, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     setpgid(0, 0);
-    write_pid(s->procs, s->nprocs);
+    join_cgroups(s->procs, s->nprocs);
     if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
         || dup2(err, 2) < 0)
         _exit(126);

@@ -8,7 +8,7 @@
  * of the pipe reports the exit at once), starts the task, waits for it
  * and writes "<wait status> <end time ms>\n" to exit_tmp (no fsync) and
  * renames it to exit_path. The
- * task: its own process group, its pid written into every cgroup.procs
+ * task: its own process group, "0" (itself) written into each cgroup file
  * path (limited before it runs any code of its own), stdin /dev/null,
  * stdout/stderr to its log files (opened as root in its 0700 record
  * directory under the agent's 0700 DATA, O_NOFOLLOW: no path the task controls
@@ -31,7 +31,7 @@
  * Borrowed pointers; the caller keeps them alive. */
 typedef struct taskexec {
     char *const *argv, *const *envp;
-    char *const *procs; /* cgroup.procs files */
+    char *const *procs; /* its cgroups (crater_cg_procs_paths()) */
     size_t nprocs;
     const char *out, *errf, *dir; /* dir NULL: stay */
     const char *exit_tmp, *exit_path;
@@ -58,6 +58,10 @@ void taskexec_child(const taskexec_t *s) __attribute__((noreturn));
  * flushes a truncated file when it is closed); -1 and errno on error.
  * Async-signal-safe. */
 int taskexec_open_empty(const char *path, int extra, mode_t mode);
+
+/* Largest message to crater-shim's spawner (crater_shim.c): a shim's
+ * command line and environment; a larger one is started by posix_spawn. */
+#define TASKEXEC_SPAWN_MSG_MAX (128 * 1024)
 
 /* The shim, in a fresh process whose fd wfd takes the task's pid (-1 when
  * it cannot start it): never returns. vfork_task: start the task with
