@@ -43,7 +43,7 @@
 
 #define TICK_MS 100
 #define POLL_WAIT_MS 5000
-#define START_CHUNK 2
+#define START_CHUNK 2 /* orders started between two looks at exits */
 
 /* ---- hardware
  * ---------------------------------------------------------------- */
@@ -261,6 +261,28 @@ static void apply_item(crater_agent_t *a, crater_proto_item_t *it)
     }
 }
 
+/* A batch's orders, START_CHUNK at a time (caller holds a->mu): between
+ * two groups the tasks just started are collected, those that already
+ * ended are taken in (their cgroups and working directories go back to
+ * the pools) and a->mu is let go, so the event and log threads report
+ * meanwhile. Started whole, a burst of short tasks (an array's 80 orders
+ * for a node) held a cgroup and two directories per task until the last
+ * one had started (B3, session 10). */
+static void apply_work(crater_agent_t *a, crater_proto_work_t *work)
+{
+    for (size_t i = 0; i < work->nitems; i++) {
+        apply_item(a, &work->items[i]);
+        if ((i + 1) % START_CHUNK == 0 && i + 1 < work->nitems) {
+            task_start_finish(a);
+            task_reap(a);
+            pthread_mutex_unlock(&a->mu);
+            sched_yield(); /* a waiting thread takes a->mu first */
+            pthread_mutex_lock(&a->mu);
+        }
+    }
+    task_start_finish(a);
+}
+
 static int poll_once(crater_agent_t *a, crater_error_t *err)
 {
     crater_proto_work_t work;
@@ -290,24 +312,14 @@ static int poll_once(crater_agent_t *a, crater_error_t *err)
     if (rc < 0)
         return -1;
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < work.nitems; i++) {
-        apply_item(a, &work.items[i]);
-        if ((i + 1) % START_CHUNK == 0 && i + 1 < work.nitems) {
-            task_start_finish(a);
-            task_reap(a);
-            pthread_mutex_unlock(&a->mu);
-            sched_yield();
-            pthread_mutex_lock(&a->mu);
-        }
-    }
-    task_start_finish(a);
+    apply_work(a, &work);
     a->seq = work.seq;
     pthread_mutex_unlock(&a->mu);
     crater_proto_work_clear(&work);
     return 0;
 }
 
-static bool stopping(crater_agent_t *a)
+bool agent_stopping(crater_agent_t *a)
 {
     bool s;
 
@@ -342,7 +354,7 @@ static void *work_main(void *arg)
     crater_error_t err;
     bool reg;
 
-    while (!stopping(a)) {
+    while (!agent_stopping(a)) {
         unsigned sw = crater_client_switches(a->work_client);
         pthread_mutex_lock(&a->mu);
         reg = a->need_register;
@@ -353,7 +365,7 @@ static void *work_main(void *arg)
         }
         if (crater_client_switches(a->work_client) != sw)
             delay = 100; /* a new leader: register there at once */
-        if (stopping(a))
+        if (agent_stopping(a))
             break;
         crater_log(LOG_WARNING, "node %s: %s", a->node.name, err.text);
         pthread_mutex_lock(&a->mu);
@@ -547,7 +559,7 @@ static void *sup_main(void *arg)
     size_t cap = 0, nready = 0;
     int ready[64];
 
-    while (!stopping(a)) {
+    while (!agent_stopping(a)) {
         int64_t now = agent_now_ms();
         bool hb, reg, full = now >= next_tick;
         size_t nfds;

@@ -407,6 +407,8 @@ const char *agent_locate(const char *env,
 /* crater-shim: $CRATER_SHIM, next to this executable, or the build
  * tree's; NULL when none is there (static storage). */
 const char *agent_shim_path(void);
+/* a->stopping, read under a->mu (agent.c). */
+bool agent_stopping(crater_agent_t *a);
 /* spawner.c: crater-shim --spawner started (a->spawn_fd), or -1 with a
  * warning; before the agent's threads. */
 void spawner_start(crater_agent_t *a);

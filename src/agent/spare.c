@@ -356,16 +356,6 @@ static bool fill_one(crater_agent_t *a, spool_t *p, size_t want)
     return ok;
 }
 
-static bool agent_stopping(crater_agent_t *a)
-{
-    bool s;
-
-    pthread_mutex_lock(&a->mu);
-    s = a->stopping;
-    pthread_mutex_unlock(&a->mu);
-    return s;
-}
-
 size_t spare_fill(crater_agent_t *a, size_t want)
 {
     size_t made = 0;
