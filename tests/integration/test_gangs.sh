@@ -56,9 +56,15 @@ logs() { # logs JOB REPLICA
     c logs "$1" --replica "$2" 2>/dev/null
 }
 
-cat >"$tmp/config.yaml" <<'YAML'
+# MASTER_PORT from a range of this run's own: with the default 29500, two
+# runs of this test at once (two CI runs on one machine) gave their
+# all-reduce gangs the same port on the same loopback and one hung
+cat >"$tmp/config.yaml" <<YAML
 apiVersion: crater/v1
 kind: Config
+server:
+  gangPortBase: $((30000 + RANDOM % 300 * 100))
+  gangPorts: 100
 YAML
 
 "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/config.yaml" \
