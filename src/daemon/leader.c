@@ -13,15 +13,6 @@
  * standby can win. A standby tries every retryPeriod, so after kill -9 of
  * the leader a standby leads within leaseDuration + retryPeriod.
  *
- * The deadline counts from when the last successful keepalive was sent
- * (etcd restarts the TTL when it gets it, later), and it holds on its own:
- * whoever reads the state (the daemon, every 100 ms) sees LOST once it has
- * passed, even while this thread still waits on a renewal that hangs (a
- * member stopped: up to the election's request timeout, then a nap, so
- * the thread alone noticed up to a retryPeriod and a timeout late, about
- * when the lease expired and a standby won: test_ha saw two leaders for a
- * second). LOST, once reached, stays until the thread resigns.
- *
  * The thread holds l->mu only to publish state; every store call runs
  * without it.
  */
@@ -63,23 +54,6 @@ int crater_leader_deadline_passed(int64_t last_ok_ms,
                                   int64_t renew_deadline_ms)
 {
     return now_ms - last_ok_ms >= renew_deadline_ms;
-}
-
-/* The state as it stands now (caller holds l->mu): LEADING becomes LOST
-   once the renewal deadline has passed, whatever the thread is doing. */
-static crater_leader_state_t state_now(crater_leader_t *l)
-{
-    if (l->state == CRATER_LEADER_LEADING
-        && crater_leader_deadline_passed(l->last_ok, mono_ms(), l->deadline_ms))
-        l->state = CRATER_LEADER_LOST;
-    return l->state;
-}
-
-static void renewed(crater_leader_t *l, int64_t sent_ms)
-{
-    pthread_mutex_lock(&l->mu);
-    l->last_ok = sent_ms;
-    pthread_mutex_unlock(&l->mu);
 }
 
 static void publish(crater_leader_t *l,
@@ -137,7 +111,6 @@ static bool campaign(crater_leader_t *l)
     crater_error_t err;
     int64_t lease = 0, rev = 0;
     int rc = -1;
-    int64_t sent = mono_ms(); /* the lease's TTL starts after this */
 
     if (t && crater_store_lease_grant(l->st, l->lease_ms, 0, &lease, &err) == 0
         && crater_txn_expect(t, l->key, 0, &err) == 0
@@ -147,9 +120,9 @@ static bool campaign(crater_leader_t *l)
     if (rc == 0) {
         pthread_mutex_lock(&l->mu); /* read by crater_leader_revision */
         l->rev = rev;
-        l->last_ok = sent;
         pthread_mutex_unlock(&l->mu);
         l->lease = lease;
+        l->last_ok = mono_ms();
         crater_log(LOG_INFO,
                    "leader: %s leads (key %s revision %lld)",
                    l->url,
@@ -179,24 +152,20 @@ static bool key_is_mine(crater_leader_t *l, crater_error_t *err)
 static bool renew(crater_leader_t *l)
 {
     crater_error_t err;
-    int64_t sent = mono_ms(), last;
 
     if (crater_store_lease_keepalive(l->st, l->lease, 0, &err) == 0) {
         if (!key_is_mine(l, &err)) {
             crater_log(LOG_WARNING, "leader: the leader key is not ours");
             return false;
         }
-        renewed(l, sent);
+        l->last_ok = mono_ms();
         return true;
     }
     if (err.errnum == CRATER_ENOENT) {
         crater_log(LOG_WARNING, "leader: lease lost: %s", err.text);
         return false;
     }
-    pthread_mutex_lock(&l->mu);
-    last = l->last_ok;
-    pthread_mutex_unlock(&l->mu);
-    if (crater_leader_deadline_passed(last, mono_ms(), l->deadline_ms)) {
+    if (crater_leader_deadline_passed(l->last_ok, mono_ms(), l->deadline_ms)) {
         crater_log(LOG_WARNING,
                    "leader: no renewal for %lld ms (ha.renewDeadline): %s",
                    (long long)l->deadline_ms,
@@ -206,22 +175,11 @@ static bool renew(crater_leader_t *l)
     return true;
 }
 
-/* Still leading: the deadline has not passed meanwhile (state_now()). */
-static bool still_leading(crater_leader_t *l)
-{
-    bool yes;
-
-    pthread_mutex_lock(&l->mu);
-    yes = state_now(l) == CRATER_LEADER_LEADING;
-    pthread_mutex_unlock(&l->mu);
-    return yes;
-}
-
 static void lead(crater_leader_t *l)
 {
     publish(l, CRATER_LEADER_LEADING, l->url);
     while (!nap(l, l->retry_ms))
-        if (!renew(l) || !still_leading(l)) {
+        if (!renew(l)) {
             publish(l, CRATER_LEADER_LOST, "");
             while (!nap(l, l->retry_ms))
                 ; /* until the program has stepped down */
@@ -317,10 +275,10 @@ crater_leader_state_t crater_leader_wait(crater_leader_t *l,
                           .tv_nsec = (long)(until % 1000) * 1000000L};
 
     pthread_mutex_lock(&l->mu);
-    while (state_now(l) == seen && real_ms() < until)
+    while (l->state == seen && real_ms() < until)
         if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) != 0)
             break;
-    s = state_now(l);
+    s = l->state;
     pthread_mutex_unlock(&l->mu);
     return s;
 }
@@ -330,7 +288,7 @@ int64_t crater_leader_revision(crater_leader_t *l)
     int64_t r;
 
     pthread_mutex_lock(&l->mu);
-    r = state_now(l) == CRATER_LEADER_LEADING ? l->rev : 0;
+    r = l->state == CRATER_LEADER_LEADING ? l->rev : 0;
     pthread_mutex_unlock(&l->mu);
     return r;
 }
