@@ -289,7 +289,11 @@ static size_t pool_size(crater_agent_t *a, const spool_t *p)
 /* A new task directory with its four files, empty, as slot n. */
 static bool make_task_spare(crater_agent_t *a, long long n)
 {
-    static const mode_t modes[] = {0600, 0600, 0640, 0640}; /* spare_files */
+    /* as taskstate_save() and the shim make them, in spare_files' order */
+    static const mode_t modes[] = {0600, 0600, 0640, 0640};
+    _Static_assert(sizeof(modes) / sizeof(modes[0])
+                       == sizeof(spare_files) / sizeof(spare_files[0]),
+                   "a mode for each spare file");
     char dir[4400];
     int dfd;
     bool ok = true;

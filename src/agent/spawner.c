@@ -27,6 +27,7 @@
  * of its own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,12 +48,16 @@ void spawner_start(crater_agent_t *a)
         *argv[] = {(char *)a->shim_path, "--spawner", pad, NULL};
     char *envp[] = {NULL};
     posix_spawn_file_actions_t fa;
-    int sv[2], rc;
+    int sv[2], rc, fd;
 
     a->spawn_fd = -1;
     if (!a->shim_path
         || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return;
+    if (sv[1] == 3 && (fd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10)) >= 0) {
+        close(sv[1]); /* dup2(3, 3) would keep close-on-exec */
+        sv[1] = fd;
+    }
     memset(pad, ' ', sizeof(pad) - 1);
     pad[sizeof(pad) - 1] = '\0';
     posix_spawn_file_actions_init(&fa);

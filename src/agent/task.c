@@ -885,11 +885,17 @@ static bool pipe_ended(int fd)
     return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
 }
 
-/* 1 when t ended: its exit file, or its shim gone without one. hung_up:
- * its pid pipe reported the end (the shim closes it only by exiting); a
- * shim that is not this agent's child and whose pipe is watched is not
- * looked up in /proc at every tick (the pipe says when it ends). */
-static int check_exit(crater_agent_t *a, atask_t *t, bool hung_up)
+/* A shim that is not this agent's child (the spawner's, an adopted one)
+ * is gone: its pid pipe has hung up (the shim closes it only by exiting),
+ * or, with no pipe watched, /proc no longer has it. */
+static bool stray_shim_gone(const atask_t *t)
+{
+    return t->exit_watch ? pipe_ended(t->pid_fd)
+                         : !taskstate_alive(t->shim, t->shim_start);
+}
+
+/* 1 when t ended: its exit file, or its shim gone without one. */
+static int check_exit(crater_agent_t *a, atask_t *t)
 {
     int status, st, reaped = 0;
     int64_t at;
@@ -903,9 +909,7 @@ static int check_exit(crater_agent_t *a, atask_t *t, bool hung_up)
         exited(a, t, status, at);
         return 1;
     }
-    if (reaped || (hung_up && t->exit_watch && pipe_ended(t->pid_fd))
-        || (!t->shim_child && !t->exit_watch
-            && !taskstate_alive(t->shim, t->shim_start))) {
+    if (reaped || (!t->shim_child && stray_shim_gone(t))) {
         crater_log(LOG_ERR,
                    "job %s: the supervisor of pid %d is gone without an exit "
                    "status",
@@ -934,10 +938,10 @@ void task_supervise(
             continue;
         if (!full) { /* only the tasks whose shim just ended */
             if (t->exit_watch && among(t->pid_fd, ready, nready))
-                check_exit(a, t, !t->shim_child);
+                check_exit(a, t);
             continue;
         }
-        if (check_exit(a, t, false))
+        if (check_exit(a, t))
             continue;
         timelimit_check(a, t);
         if (t->stop_requested && !t->term_sent && !t->killed)
@@ -968,7 +972,7 @@ void task_reap(crater_agent_t *a)
     if (n > 0 && poll(fds, n, 0) > 0)
         for (size_t i = 0; i < n; i++)
             if (fds[i].revents)
-                check_exit(a, of[i], !of[i]->shim_child);
+                check_exit(a, of[i]);
     free(fds);
     free(of);
 }

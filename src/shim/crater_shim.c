@@ -118,8 +118,8 @@ static int parse_msg(char *buf, size_t len, char ***argv, char ***envp)
         return -1;
     for (size_t i = 0; i < len; i++)
         nstr += buf[i] == '\0';
-    argc = strtoul(buf, NULL, 10);
-    if (argc < 1 || argc + 1 > nstr || !(v = calloc(nstr + 2, sizeof(*v))))
+    argc = strtoul(buf, NULL, 10); /* at most the strings that follow */
+    if (argc < 1 || argc >= nstr || !(v = calloc(nstr + 2, sizeof(*v))))
         return -1;
     for (char *p = buf + strlen(buf) + 1; p < buf + len; p += strlen(p) + 1) {
         if (k == argc)

@@ -36,11 +36,7 @@ wait_for() { # wait_for SECONDS JOB JQ_FILTER
     job "$2" | jq -c '{state, reason, exit}'
     return 1
 }
-until_() { # until_ SECONDS COMMAND
-    local t=$(($1 * 10)) i
-    for i in $(seq 1 "$t"); do eval "$2" && return 0; sleep 0.1; done
-    return 1
-}
+. "$src/tests/integration/craterd_lib.sh" # until_
 submit() { # submit NAME SHELL_SCRIPT [EXTRA_YAML] -> job id
     printf 'name: %s\ncommand: [sh, -c, %s, %s]\nresources: {cpu: 100m, memory: 64Mi}\n%s\n' \
         "$1" "$(jq -Rn --arg s "$2" '$s')" "$mark" "${3:-}" >"$tmp/j.yaml"
