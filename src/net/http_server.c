@@ -30,9 +30,11 @@
  * requests are guarded by one process-wide mutex, so complete() never needs
  * the server to be alive: stop() unlinks every suspended pending, marks it
  * orphaned, stores a 503 and resumes it; a later complete() on an orphan
- * only frees. MHD_suspend_connection is called inside crater_http_suspend
- * (on the connection's own thread, as MHD requires) before the pending is
- * visible to anyone, so a resume can never overtake its suspend.
+ * only frees. stop() then waits (up to STOP_DRAIN_MS) until every resumed
+ * request's answer, 503 or completed, has been sent. MHD_suspend_connection is
+ * called inside crater_http_suspend (on the connection's own thread, as MHD
+ * requires) before the pending is visible to anyone, so a resume can never
+ * overtake its suspend.
  *
  * Slow clients. MHD's connection timeout is an idle timeout: a client
  * that sends one header line every few seconds is never idle and held a
@@ -75,7 +77,7 @@
 #define DEFAULT_MAX_BODY (4u << 20)
 #define CONN_MEMORY_LIMIT (64u << 10)
 #define KEEP_BODY_CAP (64u << 10) /* larger body buffers are not kept */
-#define STOP_DRAIN_MS 1000        /* how long stop() lets 503s go out */
+#define STOP_DRAIN_MS 1000        /* how long stop() lets answers go out */
 #define DEFAULT_CONN_TIMEOUT_S 30
 
 enum pend_state {
@@ -102,7 +104,7 @@ struct crater_http_server {
     /* under pend_mu: */
     bool stopping;
     crater_http_pending_t *suspended;
-    unsigned orphans; /* orphaned pendings whose 503 is not yet sent */
+    unsigned unsent; /* resumed pendings (DONE or ORPHAN) not yet sent */
     pthread_cond_t drained;
     /* slow clients (see the file comment) */
     int64_t header_ms, idle_ms;
@@ -436,6 +438,7 @@ void crater_http_complete(crater_http_pending_t *p, crater_http_resp_t *resp)
     if (p->state == PEND_SUSPENDED) {
         p->resp = *resp;
         p->state = PEND_DONE;
+        p->srv->unsent++;
         pend_unlink(p);
         MHD_resume_connection(p->conn);
     } else {
@@ -470,7 +473,7 @@ static void release_pending(crater_http_req_t *r)
 
     r->pending = NULL;
     pthread_mutex_lock(&pend_mu);
-    if (p->state == PEND_ORPHAN && --p->srv->orphans == 0)
+    if (p->state != PEND_SUSPENDED && --p->srv->unsent == 0)
         pthread_cond_broadcast(&p->srv->drained);
     pthread_mutex_unlock(&pend_mu);
     pend_unref(p);
@@ -1188,8 +1191,10 @@ uint16_t crater_http_port(const crater_http_server_t *s)
     return s->port;
 }
 
-/* Answer every suspended request 503 and wait (bounded) for the answers to
- * be sent. */
+/* Answer every suspended request 503 and wait (bounded) for every resumed
+ * request's answer to be sent: the 503s, and the answers complete() handed
+ * over just before (a gateway's drain completes its last request and then
+ * stops; MHD_stop_daemon() would close that connection unsent). */
 static void orphan_suspended(crater_http_server_t *s)
 {
     struct timespec until;
@@ -1203,10 +1208,10 @@ static void orphan_suspended(crater_http_server_t *s)
         pend_unlink(p);
         p->state = PEND_ORPHAN;
         fail(&p->resp, 503, CRATER_EUNAVAIL, "server shutting down");
-        s->orphans++;
+        s->unsent++;
         MHD_resume_connection(p->conn);
     }
-    while (s->orphans > 0)
+    while (s->unsent > 0)
         if (pthread_cond_timedwait(&s->drained, &pend_mu, &until) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&pend_mu);

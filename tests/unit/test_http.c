@@ -1243,6 +1243,61 @@ START_TEST(stop_with_pending_request)
 }
 END_TEST
 
+typedef struct big_call {
+    int rc;
+    size_t len;
+    crater_error_t err;
+} big_call_t;
+
+static void *big_caller(void *arg)
+{
+    big_call_t *bc = arg;
+    crater_client_t *c = crater_client_create(base, NULL, &bc->err);
+    char *body = NULL;
+    long status = 0;
+
+    bc->rc = crater_client_request(c,
+                                   "GET",
+                                   "/api/v1/hold",
+                                   NULL,
+                                   NULL,
+                                   0,
+                                   &status,
+                                   &body,
+                                   &bc->len,
+                                   &bc->err);
+    if (bc->rc == 0 && status != 200)
+        bc->rc = -2;
+    free(body);
+    crater_client_destroy(c);
+    return NULL;
+}
+
+/* A request completed just before stop() is sent in full: stop() waits
+ * for answers on their way out, not only for its own 503s (a gateway's
+ * drain answered a request 200 and then closed its connection unsent). */
+START_TEST(stop_sends_what_was_completed)
+{
+    enum {
+        BIG = 4 << 20
+    };
+    pthread_t t;
+    big_call_t bc = {0};
+    crater_http_resp_t resp = {.status = 200};
+
+    ck_assert_int_eq(pthread_create(&t, NULL, big_caller, &bc), 0);
+    resp.body = malloc(BIG);
+    memset(resp.body, 'x', BIG);
+    resp.len = BIG;
+    crater_http_complete(wait_held(), &resp);
+    crater_http_stop(srv);
+    srv = NULL;
+    pthread_join(t, NULL);
+    ck_assert_msg(bc.rc == 0, "rc %d: %s", bc.rc, bc.err.text);
+    ck_assert_uint_eq(bc.len, BIG);
+}
+END_TEST
+
 START_TEST(stop_with_suspended_client_gone)
 {
     int fd = raw_connect(crater_http_port(srv));
@@ -1323,6 +1378,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, complete_inside_handler_thread_order);
     tcase_add_test(tc, stop_with_pending_request);
     tcase_add_test(tc, stop_with_suspended_client_gone);
+    tcase_add_test(tc, stop_sends_what_was_completed);
     tcase_add_test(tc, slow_clients_do_not_block);
     tcase_add_test(tc, client_follows_the_leader);
     suite_add_tcase(s, tc);
