@@ -3,9 +3,15 @@
 
     e2e.py crater --server URL --token TOK --crater BIN --tmp DIR --out FILE [sizes]
     e2e.py slurm  --tmp DIR --out FILE [sizes]
+    e2e.py array  --system crater|slurm --round R --out FILE [--server URL
+                  --token TOK --crater BIN] [--idle-pids "P ..."] [--own-pids "P ..."]
     e2e.py table  --crater FILE [--slurm FILE] [--json FILE]
 
-sizes: --jobs N (latency jobs), --loop N (CLI loop), --array N (array size).
+sizes: --jobs N (latency jobs), --loop N (CLI loop), --array N (array size;
+0: no array in the crater/slurm phases, run.sh then runs `array` rounds).
+`array` runs one array of one system, appends it to FILE's "array_rounds"
+and reports the CPU the idle system (--idle-pids) used meanwhile; it first
+waits (at most 20 s) until both systems' processes are quiet.
 Every wait has a deadline; a phase that misses one is reported, not hung on.
 Standard library only (http.client, subprocess).
 """
@@ -44,6 +50,48 @@ def summary(xs):
         return {"n": 0}
     return {"n": len(xs), "p50": round(pct(xs, 50), 3), "p99": round(pct(xs, 99), 3),
             "min": round(min(xs), 3), "max": round(max(xs), 3)}
+
+
+def proc_cpu_s(pids):
+    """CPU seconds (user + system, and that of reaped children) the live
+    processes among pids have used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                f_ = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in f_[11:15])  # utime stime cutime cstime
+    return total / tick
+
+
+def machine_cpu():
+    """(busy, steal, total) jiffies of the whole machine from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    steal = v[7] if len(v) > 7 else 0
+    return sum(v[:8]) - idle - steal, steal, sum(v[:8])
+
+
+def wait_quiet(pids, max_s=20.0, window=0.5, frac=0.1):
+    """Seconds until pids used under frac of one CPU over one window (None:
+    still busy after max_s): the previous round's tail (logs shipping, the
+    task reserve refilling, slurmctld's bookkeeping) must not overlap the
+    next array."""
+    t0 = now()
+    while now() - t0 < max_s:
+        c0 = proc_cpu_s(pids)
+        time.sleep(window)
+        if proc_cpu_s(pids) - c0 < frac * window:
+            return round(now() - t0, 2)
+    return None
+
+
+def pid_list(text):
+    return [int(x) for x in (text or "").split() if x.isdigit()]
 
 
 # ---------------------------------------------------------------- Crater
@@ -273,8 +321,9 @@ def run_crater(a):
     res["latency"] = crater_latency(api, a.jobs, a.poll_ms / 1e3)
     log("crater: CLI loop, %d jobs" % a.loop)
     res["loop"] = crater_loop(a, api, a.loop, a.deadline)
-    log("crater: array of %d" % a.array)
-    res["array"] = crater_array(a, api, a.array, a.deadline)
+    if a.array:
+        log("crater: array of %d" % a.array)
+        res["array"] = crater_array(a, api, a.array, a.deadline)
     return res
 
 
@@ -429,15 +478,45 @@ def slurm_array(a, n, deadline_s):
 
 def run_slurm(a):
     res = {"system": "slurm", "version": sh(["sinfo", "--version"]).stdout.strip()}
+    idle, c0, t0 = pid_list(a.idle_pids), proc_cpu_s(pid_list(a.idle_pids)), now()
     if slurm_wait_idle(60) is None:
         raise SystemExit("e2e: the Slurm queue is not empty; another run?")
     log("slurm: submit -> running, %d jobs" % a.jobs)
     res["latency"] = slurm_latency(a.jobs, a.poll_ms / 1e3)
     log("slurm: CLI loop, %d jobs" % a.loop)
     res["loop"] = slurm_loop(a, a.loop, a.deadline)
-    log("slurm: array of %d" % a.array)
-    res["array"] = slurm_array(a, a.array, a.deadline)
+    if a.array:
+        log("slurm: array of %d" % a.array)
+        res["array"] = slurm_array(a, a.array, a.deadline)
+    if idle:
+        res["idle_system"] = {"cpu_s": round(proc_cpu_s(idle) - c0, 3),
+                              "over_s": round(now() - t0, 1)}
     return res
+
+
+def run_array(a):
+    """One round of the interleaved arrays (see run.sh): quiet first, then
+    the array, with the CPU the other (idle) system used meanwhile."""
+    idle, own = pid_list(a.idle_pids), pid_list(a.own_pids)
+    quiet = wait_quiet(idle + own)
+    c0, m0 = proc_cpu_s(idle), machine_cpu()
+    if a.system == "crater":
+        api = Api(a.server, a.token)
+        r = crater_array(a, api, a.array, a.deadline)
+    else:
+        r = slurm_array(a, a.array, a.deadline)
+    c1, m1 = proc_cpu_s(idle), machine_cpu()
+    span = max(1e-9, m1[2] - m0[2])
+    r.update({"round": a.round, "quiet_wait_s": quiet,
+              "idle_system_cpu_s": round(c1 - c0, 3) if idle else None,
+              "machine_busy": round((m1[0] - m0[0]) / span, 3),
+              "machine_steal": round((m1[1] - m0[1]) / span, 3)})
+    res = json.load(open(a.out)) if os.path.exists(a.out) else {"system": a.system}
+    res.setdefault("array_rounds", []).append(r)
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    log("%s array, round %d: %s s (idle system: %s CPU-s)" %
+        (a.system, a.round, r["all_done_s"], r["idle_system_cpu_s"]))
 
 
 # ---------------------------------------------------------------- table
@@ -450,9 +529,46 @@ def fmt(v, unit=""):
     return "%s%s" % (v, unit)
 
 
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return None if n == 0 else (s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2)
+
+
+def fold_rounds(c, s):
+    """Interleaved array rounds -> "array" of each system (medians) and the
+    per-round ratios (Slurm's round r / Crater's round r)."""
+    cr = {r["round"]: r for r in c.get("array_rounds", [])}
+    sr = {r["round"]: r for r in (s or {}).get("array_rounds", [])}
+    if not cr:
+        return None
+    for d, rs in ((c, cr), (s, sr)):
+        if d is None or not rs:
+            continue
+        vals = [r["all_done_s"] for r in rs.values()]
+        one = dict(next(iter(rs.values())))
+        for k in ("round", "quiet_wait_s", "idle_system_cpu_s", "machine_busy", "machine_steal"):
+            one.pop(k, None)
+        one["all_done_s"] = None if None in vals else round(median(vals), 3)
+        one["submit_s"] = round(median([r["submit_s"] for r in rs.values()]), 3)
+        for k in ("succeeded", "failed"):
+            one[k] = sum(r.get(k) or 0 for r in rs.values())
+        one["rounds"] = len(rs)
+        d["array"] = one
+    ratios = []
+    for k in sorted(cr):
+        x, y = cr[k].get("all_done_s"), (sr.get(k) or {}).get("all_done_s")
+        ratios.append({"round": k, "crater_s": x, "slurm_s": y,
+                       "ratio": round(y / x, 2) if x and y else None,
+                       "crater_idle_cpu_s": (sr.get(k) or {}).get("idle_system_cpu_s"),
+                       "slurm_idle_cpu_s": cr[k].get("idle_system_cpu_s")})
+    return ratios
+
+
 def table(a):
     c = json.load(open(a.crater))
     s = json.load(open(a.slurm)) if a.slurm and os.path.exists(a.slurm) else None
+    rounds = fold_rounds(c, s)
     g = lambda d, *ks: (None if d is None else _get(d, ks))
     rows = []
 
@@ -479,6 +595,10 @@ def table(a):
     for key, lbl, goal_x in (("loop", "CLI loop", 1.0), ("array", "array", 10.0)):
         cv, sv = g(c, key, "all_done_s"), g(s, key, "all_done_s")
         r = ratio(cv, sv)
+        if key == "array" and rounds and s is not None:
+            rs = [x["ratio"] for x in rounds]
+            r = None if None in rs else median(rs)
+            lbl = "array (median of %d interleaved rounds)" % len(rounds)
         goal = ">= %gx Slurm: %s" % (goal_x, "-" if s is None else ("met" if r and r >= goal_x
                                                                      else "NOT met"))
         if key == "loop":
@@ -499,6 +619,16 @@ def table(a):
     for r in rows:
         print(line(r))
     print()
+    if rounds:
+        print("Array rounds, interleaved (Crater's then Slurm's, the other system up and idle):")
+        for x in rounds:
+            print("  round %d: Crater %s, Slurm %s: %s (idle CPU meanwhile: Slurm %s, "
+                  "Crater %s)" % (x["round"], fmt(x["crater_s"], " s"), fmt(x["slurm_s"], " s"),
+                                  fmt(x["ratio"], "x"), fmt(x["slurm_idle_cpu_s"], " CPU-s"),
+                                  fmt(x["crater_idle_cpu_s"], " CPU-s")))
+        rs = [x["ratio"] for x in rounds if x["ratio"]]
+        if rs:
+            print("  ratio: median %.2fx, min %.2fx, max %.2fx" % (median(rs), min(rs), max(rs)))
     print("Crater array path: %s" % g(c, "array", "path"))
     if s:
         print("Slurm array path:  %s" % g(s, "array", "path"))
@@ -522,11 +652,15 @@ def table(a):
                     notes.append("%s %s: %s %s" % (name, k, x[f], f))
             if k != "latency" and x.get("all_done_s") is None:
                 notes.append("%s %s: not all done before the deadline" % (name, k))
+    if g(s, "idle_system"):
+        notes.append("Crater was up and idle during Slurm's latency and loop phases: it used "
+                     "%s CPU-s in those %s s" % (s["idle_system"]["cpu_s"],
+                                                 s["idle_system"]["over_s"]))
     for n in notes:
         print("note: " + n)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"crater": c, "slurm": s}, f, indent=1)
+            json.dump({"crater": c, "slurm": s, "array_ratios": rounds}, f, indent=1)
         print("results: %s" % a.json)
 
 
@@ -540,7 +674,11 @@ def _get(d, ks):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("crater", "slurm", "table"))
+    ap.add_argument("what", choices=("crater", "slurm", "array", "table"))
+    ap.add_argument("--system", choices=("crater", "slurm"))
+    ap.add_argument("--round", type=int, default=1)
+    ap.add_argument("--idle-pids", default="")
+    ap.add_argument("--own-pids", default="")
     ap.add_argument("--server")
     ap.add_argument("--token")
     ap.add_argument("--crater", default="./build/crater")
@@ -558,6 +696,8 @@ def main():
     a = ap.parse_args()
     if a.what == "table":
         return table(a)
+    if a.what == "array":
+        return run_array(a)
     res = run_crater(a) if a.what == "crater" else run_slurm(a)
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)

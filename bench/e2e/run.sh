@@ -2,24 +2,27 @@
 # B3: Crater against Slurm, side by side on this machine, same cluster shape
 # (8 simulated nodes x 8 CPUs). See bench/README.md.
 #
-#   bench/e2e/run.sh [--jobs N] [--loop N] [--array N] [--quick] [--no-slurm] [--json FILE]
+#   bench/e2e/run.sh [--jobs N] [--loop N] [--array N] [--rounds R] [--quick] [--no-slurm] [--json FILE]
 #
 # Uses ./build/crater as it is (run `make` first); builds nothing. Starts
 # `crater up --hardware bench/e2e/hw-8x8.yaml` in a temporary directory and
 # the Slurm peer (../shared/peers/slurm/start.sh 8 8, or the start.sh in
 # $SLURM_PEER_SCRIPTS; needs root), measures, prints a table, and stops
 # both (also on Ctrl-C). Loopback only; every wait has a deadline.
+# The arrays run last, R rounds of Crater's then Slurm's with both up
+# (the other one idle, its CPU measured): the median ratio of the rounds.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 2
-JOBS=200 LOOP=1000 ARRAY=1000 SLURM=1 JSON= DEADLINE=300
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+JOBS=200 LOOP=1000 ARRAY=1000 ROUNDS=5 SLURM=1 JSON= DEADLINE=300
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --jobs) JOBS=${2:?}; shift ;;
     --loop) LOOP=${2:?}; shift ;;
     --array) ARRAY=${2:?}; shift ;;
-    --quick) JOBS=20 LOOP=100 ARRAY=100 DEADLINE=120 ;;
+    --rounds) ROUNDS=${2:?}; shift ;;
+    --quick) JOBS=20 LOOP=100 ARRAY=100 ROUNDS=2 DEADLINE=120 ;;
     --no-slurm) SLURM=0 ;;
     --json) JSON=${2:?}; shift ;;
     -h|--help) usage ;;
@@ -27,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for n in "$JOBS" "$LOOP" "$ARRAY"; do
+for n in "$JOBS" "$LOOP" "$ARRAY" "$ROUNDS"; do
   case $n in ''|*[!0-9]*|0) echo "run.sh: sizes must be positive integers" >&2; exit 2 ;; esac
 done
 [ "$ARRAY" -le 1000 ] || { echo "run.sh: --array at most 1000 (Slurm's MaxArraySize default 1001)" >&2; exit 2; }
@@ -64,7 +67,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo; echo "run.sh: interrupted, stopping" >&2; exit 130' INT TERM
 
-echo "B3 end to end: $JOBS latency jobs, $LOOP-job CLI loop, $ARRAY-element array; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "B3 end to end: $JOBS latency jobs, $LOOP-job CLI loop, $ROUNDS rounds of a $ARRAY-element array; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "crater: $BUILT ($("$CRATER" version 2>/dev/null | head -1), built $(date -u -r "$BUILT" '+%F %T UTC')), tree at commit $(git rev-parse --short HEAD 2>/dev/null)"
 
 # ---- Crater
@@ -84,14 +87,17 @@ if [ -z "$URL" ]; then
 fi
 case $URL in http://127.0.0.1:*) ;; *) echo "run.sh: $URL is not loopback" >&2; exit 1 ;; esac
 echo "crater up: $URL (data in $TMP/data)"
-"$PY" "$ROOT/bench/e2e/e2e.py" crater --server "$URL" --token "$(cat "$TMP/data/admin.token")" \
+TOKEN=$(cat "$TMP/data/admin.token")
+"$PY" "$ROOT/bench/e2e/e2e.py" crater --server "$URL" --token "$TOKEN" \
   --crater "$CRATER" --tmp "$TMP" --out "$TMP/crater.json" \
-  --jobs "$JOBS" --loop "$LOOP" --array "$ARRAY" --deadline "$DEADLINE" || exit 1
-kill -TERM "$UP_PID" 2>/dev/null
-for _ in $(seq 150); do kill -0 "$UP_PID" 2>/dev/null || break; sleep 0.1; done
-UP_PID=$(kill -0 "$UP_PID" 2>/dev/null && echo "$UP_PID")
+  --jobs "$JOBS" --loop "$LOOP" --array 0 --deadline "$DEADLINE" || exit 1
 
-# ---- Slurm (after Crater is stopped: one system on the machine at a time)
+# crater up (and its spawners) / the peer's daemons: the pids whose CPU the
+# other system's measurements report
+crater_pids() { echo "$UP_PID" $(pgrep -P "$UP_PID"); }
+slurm_pids() { echo $(pgrep -x 'slurmctld|slurmd|munged'); }
+
+# ---- Slurm (Crater stays up, idle: the arrays are interleaved below)
 REASON=
 if [ "$SLURM" = 0 ]; then
   REASON="--no-slurm"
@@ -105,8 +111,8 @@ elif sinfo -h >/dev/null 2>&1; then
   if [ "$n" = 8 ]; then
     echo "slurm: using the peer already running (8 nodes x 8 CPUs); it is left running"
     (cd "$TMP" && "$PY" "$ROOT/bench/e2e/e2e.py" slurm --tmp "$TMP" --out "$TMP/slurm.json" \
-      --jobs "$JOBS" --loop "$LOOP" --array "$ARRAY" --deadline "$DEADLINE") \
-      || REASON="the Slurm measurement failed"
+      --jobs "$JOBS" --loop "$LOOP" --array 0 --deadline "$DEADLINE" \
+      --idle-pids "$(crater_pids)") || REASON="the Slurm measurement failed"
   else
     REASON="a Slurm controller of another shape is already running here; not touching it"
   fi
@@ -118,11 +124,25 @@ else
   else
     echo "$(tail -1 "$TMP/slurm-start.log")"
     (cd "$TMP" && "$PY" "$ROOT/bench/e2e/e2e.py" slurm --tmp "$TMP" --out "$TMP/slurm.json" \
-      --jobs "$JOBS" --loop "$LOOP" --array "$ARRAY" --deadline "$DEADLINE") \
-      || REASON="the Slurm measurement failed"
+      --jobs "$JOBS" --loop "$LOOP" --array 0 --deadline "$DEADLINE" \
+      --idle-pids "$(crater_pids)") || REASON="the Slurm measurement failed"
   fi
 fi
 [ -n "$REASON" ] && echo "run.sh: Slurm skipped: $REASON" >&2
+
+# ---- Arrays: Crater's, then Slurm's, ROUNDS times, both systems up (the
+# machine's speed drifts by a third within minutes here, so one array of
+# each, minutes apart, compared the drift as much as the systems)
+for r in $(seq 1 "$ROUNDS"); do
+  "$PY" "$ROOT/bench/e2e/e2e.py" array --system crater --round "$r" --server "$URL" \
+    --token "$TOKEN" --crater "$CRATER" --tmp "$TMP" --out "$TMP/crater.json" \
+    --array "$ARRAY" --deadline "$DEADLINE" \
+    --idle-pids "$([ -z "$REASON" ] && slurm_pids)" --own-pids "$(crater_pids)" || exit 1
+  [ -n "$REASON" ] && continue
+  (cd "$TMP" && "$PY" "$ROOT/bench/e2e/e2e.py" array --system slurm --round "$r" --tmp "$TMP" \
+    --out "$TMP/slurm.json" --array "$ARRAY" --deadline "$DEADLINE" \
+    --idle-pids "$(crater_pids)" --own-pids "$(slurm_pids)") || exit 1
+done
 
 echo
 "$PY" "$ROOT/bench/e2e/e2e.py" table --crater "$TMP/crater.json" --slurm "$TMP/slurm.json" \
