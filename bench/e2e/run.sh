@@ -43,7 +43,7 @@ PY=$(command -v python3) || { echo "run.sh: python3 is needed" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/crater-e2e.XXXXXX)
 # One copy of the binary for the whole run (server, task shims and CLI), so
 # that a rebuild of build/ during the run cannot mix two versions.
-cp "$BUILT" "$TMP/crater" || { rm -rf "$TMP"; exit 2; }
+cp "$BUILT" "$TMP/crater" && cp "$ROOT/build/crater-up" "$TMP/crater-up" || { rm -rf "$TMP"; exit 2; }
 CRATER=$TMP/crater
 "$CRATER" validate "$HW" >/dev/null 2>&1 || { echo "run.sh: $HW does not validate" >&2; rm -rf "$TMP"; exit 2; }
 UP_PID= SLURM_STARTED=0 SLURM_DIR=${SLURM_PEER_SCRIPTS:-$ROOT/../shared/peers/slurm}

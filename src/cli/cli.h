@@ -26,6 +26,10 @@ struct cli_cmd {
 
 int cli_validate(int argc, char **argv);
 int cli_up(int argc, char **argv);
+/* The crater command's `up`: exec crater-up with cli_main_argv (up_exec.c);
+ * returns only on failure. */
+int cli_up_exec(int argc, char **argv);
+extern char **cli_main_argv; /* main()'s argv, set before any subcommand */
 int cli_config(int argc, char **argv);
 int cli_kb(int argc, char **argv);
 int cli_version(int argc, char **argv);

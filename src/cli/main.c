@@ -3,6 +3,9 @@
  * This is the only place that decides how library log messages reach the
  * user (stderr, prefixed "crater: ") and that turns errors into exit codes:
  * 0 success, 1 the input was rejected, 2 bad usage.
+ *
+ * Built twice: as crater, whose `up` execs crater-up (up_exec.c), and with
+ * CRATER_UP_MAIN as crater-up, the server side, whose only command is up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +14,14 @@
 #include "cli/cli.h"
 #include "crater/log.h"
 
+#ifdef CRATER_UP_MAIN
 static const struct cli_cmd commands[] = {
     {"up", cli_up, "run a cluster on this machine: craterd + agents"},
+    {NULL, NULL, NULL},
+};
+#else
+static const struct cli_cmd commands[] = {
+    {"up", cli_up_exec, "run a cluster on this machine: craterd + agents"},
     {"validate",
      cli_validate,
      "check job specs, profiles, hardware files, "
@@ -41,6 +50,7 @@ static const struct cli_cmd commands[] = {
     {"version", cli_version, "print the version"},
     {NULL, NULL, NULL},
 };
+#endif
 
 static void log_stderr(int level, const char *msg, void *arg)
 {
@@ -82,6 +92,9 @@ int main(int argc, char **argv)
     int i = 1;
 
     crater_log_set_handler(log_stderr, NULL);
+#ifndef CRATER_UP_MAIN
+    cli_main_argv = argv;
+#endif
     if (i + 1 < argc && strcmp(argv[i], "--debug") == 0) {
         if (set_debug(argv[i + 1]) < 0)
             return CLI_EXIT_USAGE;

@@ -33,6 +33,16 @@ start_craterd "$tmp/data" --hardware "$tmp/h100x8.yaml" || exit 1
 export HOME=$tmp/home XDG_CONFIG_HOME=
 mkdir -p "$HOME/.config/crater"
 
+# `crater up` is crater-up (the server side, its own program): the client
+# loads no server library, and up finds crater-up beside it or at $CRATER_UP
+if readelf -d "$bin" | grep -qE 'NEEDED.*(sqlite|microhttpd|hwloc)'; then
+    fail=$((fail + 1)); echo "FAIL: crater links server libraries:"; readelf -d "$bin" | grep NEEDED
+else pass=$((pass + 1)); fi
+check "up --help through crater-up" 0 "$bin" up --help
+has "up usage" "crater up"
+check "up without crater-up" 1 env CRATER_UP="$tmp/nowhere/crater-up" "$bin" up --help
+has "up names what is missing" "cannot run $tmp/nowhere/crater-up: No such file"
+
 # no server configured anywhere but the default port: unreachable or not
 check "flags" 0 "$bin" get jobs --server "$url" --token "$admin"
 has "empty table" "^ID +NAME"
