@@ -63,7 +63,7 @@ cat >"$tmp/config.yaml" <<YAML
 apiVersion: crater/v1
 kind: Config
 server:
-  gangPortBase: $((30000 + RANDOM % 300 * 100))
+  gangPortBase: $((10000 + RANDOM % 220 * 100)) # below the ephemeral ports (32768-)
   gangPorts: 100
 YAML
 

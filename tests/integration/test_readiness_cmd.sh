@@ -30,6 +30,11 @@ cleanup() {
 trap cleanup EXIT
 
 ok() { pass=$((pass + 1)); }
+until_() { # until_ SECONDS 'SHELL CONDITION'
+    local n=$(($1 * 10)) i
+    for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
+    return 1
+}
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 c() { "$bin" "$@" --server "$url" --token "$token"; }
 svc() { c describe service "$1" -o json 2>/dev/null; }
@@ -70,8 +75,8 @@ cat >"$tmp/config.yaml" <<YAML
 apiVersion: crater/v1
 kind: Config
 server:
-  gangPortBase: $((40000 + RANDOM % 20 * 1000))
-  gangPorts: 500
+  gangPortBase: $((10000 + RANDOM % 110 * 200)) # below the ephemeral ports (32768-)
+  gangPorts: 100
 inference:
   activationTimeout: 0s
 YAML
@@ -113,9 +118,11 @@ c get job "$(svc file | jq -r .job)" -o json | jq -e --arg f "$tmp/model-loaded"
 wait_svc 30 file '[.items[] | select(.state == "starting")] | length == 1' \
     && ok || bad "the replica runs"
 rep=$(svc file | jq -r '.items[0].job')
-# its V2 endpoint answers, but the command says not ready: 3 s of probes
-curl -sf "$(svc file | jq -r '.items[0].url')/v2/health/ready" >/dev/null \
-    && ok || bad "the replica's own endpoint answers"
+# its V2 endpoint answers (once the replica listens: `starting` is the
+# task running, not yet bound to its port), but the command says not
+# ready: 3 s of probes
+until_ 10 "curl -sf '$(svc file | jq -r '.items[0].url')/v2/health/ready' >/dev/null" \
+    && ok || bad "the replica's own endpoint answers: $(show file)"
 holds 3 file '.replicas.ready == 0 and ([.items[] | select(.in_traffic)] | length) == 0' \
     && ok || bad "not ready while the file is absent"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$gw/file/v2/health/ready")
@@ -129,7 +136,8 @@ svc file | jq -e '.load_ms.count == 1 and .load_ms.last >= 3000' >/dev/null \
     && ok || bad "the load time runs to the first ready command: $(svc file | jq -c .load_ms)"
 rm "$tmp/model-loaded"
 wait_svc 10 file '.replicas.ready == 0' && ok || bad "not ready once the file is gone"
-[ "$(svc file | jq -r '.items[0].job')" = "$rep" ] && ok || bad "the same replica (not restarted)"
+[ "$(svc file | jq -r '.items[0].job')" = "$rep" ] && ok \
+    || bad "the same replica (not restarted): $(show file); job $rep: $(c get job "$rep" -o json | jq -c '[.history[] | .state + ": " + .reason]')"
 
 # ---- a command past its timeout is not ready ------------------------------------
 # sh stays the group's leader (`; :`), its argv keeps the mark

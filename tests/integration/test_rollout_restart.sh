@@ -78,8 +78,8 @@ cat >"$tmp/craterd.yaml" <<YAML
 apiVersion: crater/v1
 kind: Config
 server:
-  gangPortBase: $((40000 + RANDOM % 20 * 1000))
-  gangPorts: 500
+  gangPortBase: $((10000 + RANDOM % 110 * 200)) # below the ephemeral ports (32768-)
+  gangPorts: 100
 agent:
   heartbeatInterval: 200ms
 inference:

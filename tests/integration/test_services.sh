@@ -77,8 +77,8 @@ scheduler:
 inference:
   activationTimeout: 15s
 server: # replica ports away from other tests' on this host (30500-31499)
-  gangPortBase: $((40000 + RANDOM % 20 * 1000))
-  gangPorts: 500
+  gangPortBase: $((10000 + RANDOM % 110 * 200)) # below the ephemeral ports (32768-)
+  gangPorts: 100
 YAML
 "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/config.yaml" \
     --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &

@@ -39,8 +39,8 @@ cat >"$tmp/config.yaml" <<YAML
 apiVersion: crater/v1
 kind: Config
 server: # replica ports away from other tests' on this host
-  gangPortBase: $((40000 + RANDOM % 20 * 1000))
-  gangPorts: 500
+  gangPortBase: $((10000 + RANDOM % 110 * 200)) # below the ephemeral ports (32768-)
+  gangPorts: 100
 YAML
 "$bin" up --data "$tmp/var" --listen 127.0.0.1:0 --config "$tmp/config.yaml" \
     --hardware "$src/tests/data/hw-small.yaml" >"$tmp/up.out" 2>&1 &
