@@ -29,12 +29,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. "$src/tests/integration/craterd_lib.sh" # until_
 ok() { pass=$((pass + 1)); }
-until_() { # until_ SECONDS 'SHELL CONDITION'
-    local n=$(($1 * 10)) i
-    for i in $(seq 1 "$n"); do eval "$2" && return 0; sleep 0.1; done
-    return 1
-}
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 c() { "$bin" "$@" --server "$url" --token "$token"; }
 svc() { c describe service "$1" -o json 2>/dev/null; }
