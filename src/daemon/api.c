@@ -241,7 +241,7 @@ static void h_readyz(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 
     (void)r;
     pthread_mutex_lock(&d->mu);
-    ready = d->ready;
+    ready = d->ready && !d->paused;
     pthread_mutex_unlock(&d->mu);
     if (ready)
         crater_http_json(resp, 200, json_pack("{s:s}", "status", "ready"));
@@ -249,16 +249,38 @@ static void h_readyz(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
         api_errorf(resp, CRATER_EUNAVAIL, NULL, "not ready");
 }
 
+bool api_paused(crater_daemon_t *d, crater_http_resp_t *resp)
+{
+    bool paused;
+
+    pthread_mutex_lock(&d->mu);
+    paused = d->paused;
+    pthread_mutex_unlock(&d->mu);
+    if (!paused)
+        return false;
+    api_errorf(resp,
+               CRATER_EUNAVAIL,
+               NULL,
+               "this craterd cannot renew its leadership (etcd does not "
+               "answer): it applied nothing; try again, here or at another "
+               "craterd");
+    /* like a standby's: "nothing applied, no leader known" */
+    if (asprintf(&resp->headers, "Retry-After: 1\r\nX-Crater-Leader: none") < 0)
+        resp->headers = NULL;
+    return true;
+}
+
 /* GET /api/v1/leader: who leads (a standby answers it too, standby.c). */
 static void h_leader(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
 {
     crater_daemon_t *d = arg;
     const char *self = d->advertise_url ? d->advertise_url : "";
-    bool deposed;
+    bool deposed, paused;
 
     (void)r;
     pthread_mutex_lock(&d->mu);
     deposed = d->deposed;
+    paused = d->paused;
     pthread_mutex_unlock(&d->mu);
     crater_http_json(resp,
                      200,
@@ -266,9 +288,10 @@ static void h_leader(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
                                "role",
                                !d->fenced ? "single"
                                : deposed  ? "stepping-down"
+                               : paused   ? "unsure"
                                           : "leader",
                                "leader",
-                               deposed ? "" : self,
+                               deposed || paused ? "" : self,
                                "self",
                                self));
 }

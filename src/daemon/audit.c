@@ -209,8 +209,9 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Every API route: timed (the handler's own time: a long poll that
- * suspends counts until it suspends), and audited when it writes. */
+/* Every API route: refused by a paused leader, timed (the handler's own
+ * time: a long poll that suspends counts until it suspends), and audited
+ * when it writes. */
 static void trampoline(crater_http_req_t *r,
                        crater_http_resp_t *resp,
                        void *arg)
@@ -218,7 +219,8 @@ static void trampoline(crater_http_req_t *r,
     wrap_t *w = arg;
     double t0 = mono_s();
 
-    w->fn(r, resp, w->d);
+    if (!api_paused(w->d, resp))
+        w->fn(r, resp, w->d);
     crater_metric_observe(w->d->audit->m_lat,
                           (const char *[]){w->method, w->route},
                           mono_s() - t0);

@@ -484,6 +484,37 @@ void crater_daemon_step_down(crater_daemon_t *d)
     (void)crater_store_set_fence(d->store, CRATER_LEADER_KEY, -1, &err);
 }
 
+void crater_daemon_pause(crater_daemon_t *d, bool on)
+{
+    int64_t now = dnow_ms(), since;
+    bool was;
+
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->mu);
+    was = d->paused;
+    since = d->paused_ms;
+    if (on && !d->paused)
+        d->paused_ms = now;
+    if (!on && d->paused)
+        for (size_t i = 0; i < d->nnodes; i++) /* no heartbeat could come */
+            d->nodes[i]->last_hb_ms += now - d->paused_ms;
+    d->paused = on;
+    d->dirty |= !on; /* a pass at once: what came before the pause */
+    pthread_cond_signal(&d->wake);
+    pthread_mutex_unlock(&d->mu);
+    if (on == was)
+        return;
+    if (on)
+        crater_log(LOG_WARNING,
+                   "leader: paused (not sure it still leads): the API "
+                   "answers 503, nothing is scheduled");
+    else
+        crater_log(LOG_INFO,
+                   "leader: resumed after %lld ms",
+                   (long long)(now - since));
+}
+
 void crater_daemon_stop(crater_daemon_t *d)
 {
     if (!d)

@@ -71,6 +71,13 @@ int crater_daemon_create_token_named(crater_daemon_t *d,
  * once ("not the leader"), queued ones included, so that the stop that
  * follows writes nothing. Safe from any thread; no-op without a fence. */
 void crater_daemon_step_down(crater_daemon_t *d);
+/* A leader that is not sure it still leads (leader.h, UNSURE) pauses:
+ * every API route but /healthz, /readyz, /metrics, /api/v1/leader and the
+ * dashboard's pages answers 503 with "X-Crater-Leader: none" (it applied
+ * nothing: clients try again, elsewhere), /readyz and /api/v1/leader say
+ * so, and the scheduler thread does nothing. Resumed (on false), the
+ * nodes' heartbeat clocks skip the pause. Safe from any thread. */
+void crater_daemon_pause(crater_daemon_t *d, bool on);
 void crater_daemon_stop(crater_daemon_t *d);
 
 /* craterd with leader election (ha.c; store.backend etcd and ha.election

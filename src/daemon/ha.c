@@ -11,7 +11,10 @@
  *        copy that could catch up (the history was compacted past it,
  *        etcd did not answer, ha.warmStandby false) the daemon reads the
  *        whole store instead, and the log says why
- *     -> LOST (renewal failed past ha.renewDeadline, lease or key gone):
+ *     -> UNSURE (no renewal for ha.renewDeadline): pause the daemon (the
+ *        API answers 503, nothing is scheduled) until a renewal brings
+ *        LEADING back (resume) or the lease runs out:
+ *     -> LOST (no renewal for ha.leaseDuration, lease or key gone):
  *        revoke the fence (every write fails at once), stop the daemon
  *        (scheduler, HTTP, queued commits), rejoin as a standby.
  *   SIGINT/SIGTERM at any point: stop what runs; a leader revokes its
@@ -270,6 +273,22 @@ static void demote(ha_t *h)
                h->url);
 }
 
+/* Leading until LOST (0), pausing the daemon while UNSURE; 1 on a stop
+ * signal. */
+static int lead(ha_t *h)
+{
+    crater_leader_state_t seen = CRATER_LEADER_LEADING;
+
+    for (;;) {
+        if (wait_change(h, seen))
+            return 1;
+        seen = crater_leader_wait(h->l, seen, 0);
+        if (seen != CRATER_LEADER_LEADING && seen != CRATER_LEADER_UNSURE)
+            return 0;
+        crater_daemon_pause(h->d, seen == CRATER_LEADER_UNSURE);
+    }
+}
+
 /* One round: standing by until we lead, leading until we lose. 1 when a
  * stop signal came, -1 on an error that ends craterd. */
 static int one_round(ha_t *h, crater_error_t *err)
@@ -280,7 +299,7 @@ static int one_round(ha_t *h, crater_error_t *err)
         == CRATER_LEADER_LEADING) {
         if (promote(h) == 0) {
             announce(h);
-            if (wait_change(h, CRATER_LEADER_LEADING))
+            if (lead(h))
                 return 1;
             demote(h);
         }

@@ -272,6 +272,10 @@ struct crater_daemon {
     crater_store_t *store;
     bool fenced;  /* leader election: the store has a fence */
     bool deposed; /* ... revoked: stepping down */
+    /* ... not renewed for renewDeadline (crater_daemon_pause): the API
+       answers 503, the scheduler thread waits; since when (monotonic) */
+    bool paused;
+    int64_t paused_ms;
     /* During the start only: a standby's warm copy to load instead of
      * listing the store (opts->warm, borrowed; NULL afterwards). */
     const struct crater_warm *warm;
@@ -756,6 +760,8 @@ int api_auth(crater_daemon_t *d,
              crater_http_resp_t *resp,
              principal_t *p);
 int api_require_admin(const principal_t *p, crater_http_resp_t *resp);
+/* A paused leader (crater_daemon_pause): true after answering 503. */
+bool api_paused(crater_daemon_t *d, crater_http_resp_t *resp);
 /* A user's tenant; NULL for admins and agents. */
 static inline const char *user_tenant(const principal_t *p)
 {

@@ -7,11 +7,19 @@
  * store already has both. The key's value is the winner's URL, which is
  * how standbys, agents and clients learn where the leader is.
  *
- * Timing: the leader renews every retryPeriod and gives up after
- * renewDeadline without a successful renewal, which is shorter than the
- * lease's TTL: it has stopped (and its writes are fenced anyway) before a
- * standby can win. A standby tries every retryPeriod, so after kill -9 of
- * the leader a standby leads within leaseDuration + retryPeriod.
+ * Timing: the leader renews every retryPeriod (sooner again after a
+ * renewal that failed). After renewDeadline without a successful renewal,
+ * which is shorter than the lease's TTL, it is UNSURE: it has stopped
+ * answering as the leader before a standby can win (the clocks count from
+ * the last successful renewal's send, and whoever reads the state sees
+ * them, even while this thread waits on a renewal that hangs: a member
+ * stopped, up to the election connection's request timeout). A renewal
+ * that succeeds before leaseDuration makes it LEADING again without a
+ * restart (etcd elected itself a new leader meanwhile: about a second
+ * after a member is lost, longer under load, and every lease is extended);
+ * at leaseDuration it has LOST. A standby tries every retryPeriod, so
+ * after kill -9 of the leader a standby leads within leaseDuration +
+ * retryPeriod.
  *
  * The thread holds l->mu only to publish state; every store call runs
  * without it.
@@ -37,9 +45,15 @@ struct crater_leader {
     pthread_cond_t cv;
     crater_leader_state_t state;
     bool stop, rejoin;
-    int64_t lease, rev, last_ok;
+    int64_t lease, rev;
+    int64_t last_ok; /* when the last successful renewal was sent (mu) */
     char current[512];
 };
+
+/* After a renewal that got no answer, the next one goes this soon. */
+#define RETRY_FAILED_MS 100
+/* crater_leader_wait() looks at the clock at least this often. */
+#define CLOCK_SLICE_MS 20
 
 static int64_t mono_ms(void)
 {
@@ -54,6 +68,31 @@ int crater_leader_deadline_passed(int64_t last_ok_ms,
                                   int64_t renew_deadline_ms)
 {
     return now_ms - last_ok_ms >= renew_deadline_ms;
+}
+
+crater_leader_state_t crater_leader_clock(int64_t last_ok_ms,
+                                          int64_t now_ms,
+                                          int64_t renew_deadline_ms,
+                                          int64_t lease_ms)
+{
+    if (now_ms - last_ok_ms >= lease_ms)
+        return CRATER_LEADER_LOST;
+    if (crater_leader_deadline_passed(last_ok_ms, now_ms, renew_deadline_ms))
+        return CRATER_LEADER_UNSURE;
+    return CRATER_LEADER_LEADING;
+}
+
+/* The state as it stands now (caller holds l->mu): LEADING and UNSURE
+   follow the clock since the last renewal; LOST, once reached, stays
+   until the thread resigns. */
+static crater_leader_state_t state_now(crater_leader_t *l)
+{
+    if (l->state == CRATER_LEADER_LEADING || l->state == CRATER_LEADER_UNSURE)
+        l->state = crater_leader_clock(l->last_ok,
+                                       mono_ms(),
+                                       l->deadline_ms,
+                                       l->lease_ms);
+    return l->state;
 }
 
 static void publish(crater_leader_t *l,
@@ -110,6 +149,7 @@ static bool campaign(crater_leader_t *l)
     crater_txn_t *t = crater_txn_create();
     crater_error_t err;
     int64_t lease = 0, rev = 0;
+    int64_t sent = mono_ms(); /* the lease's TTL starts after this */
     int rc = -1;
 
     if (t && crater_store_lease_grant(l->st, l->lease_ms, 0, &lease, &err) == 0
@@ -120,9 +160,9 @@ static bool campaign(crater_leader_t *l)
     if (rc == 0) {
         pthread_mutex_lock(&l->mu); /* read by crater_leader_revision */
         l->rev = rev;
+        l->last_ok = sent;
         pthread_mutex_unlock(&l->mu);
         l->lease = lease;
-        l->last_ok = mono_ms();
         crater_log(LOG_INFO,
                    "leader: %s leads (key %s revision %lld)",
                    l->url,
@@ -148,43 +188,98 @@ static bool key_is_mine(crater_leader_t *l, crater_error_t *err)
     return mine;
 }
 
-/* One renewal; false when the leadership is lost. */
-static bool renew(crater_leader_t *l)
+/* A renewal sent at sent_ms succeeded: LEADING again unless the clock
+   had reached LOST first. False when it had. */
+static bool renewed(crater_leader_t *l, int64_t sent_ms)
 {
-    crater_error_t err;
+    crater_leader_state_t was;
+    bool ok;
 
-    if (crater_store_lease_keepalive(l->st, l->lease, 0, &err) == 0) {
-        if (!key_is_mine(l, &err)) {
+    pthread_mutex_lock(&l->mu);
+    was = state_now(l);
+    if ((ok = was != CRATER_LEADER_LOST)) {
+        l->last_ok = sent_ms;
+        l->state = CRATER_LEADER_LEADING;
+    }
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (was == CRATER_LEADER_UNSURE)
+        crater_log(LOG_INFO, "leader: renewed: %s leads again", l->url);
+    return ok;
+}
+
+/* One renewal: 1 renewed, 0 no answer (the clock decides), -1 lost for
+ * sure (the lease or the key gone, or renewed too late). */
+static int renew(crater_leader_t *l, crater_error_t *err)
+{
+    int64_t sent = mono_ms();
+
+    if (crater_store_lease_keepalive(l->st, l->lease, 0, err) == 0) {
+        if (!key_is_mine(l, err)) {
             crater_log(LOG_WARNING, "leader: the leader key is not ours");
-            return false;
+            return -1;
         }
-        l->last_ok = mono_ms();
-        return true;
+        return renewed(l, sent) ? 1 : -1;
     }
-    if (err.errnum == CRATER_ENOENT) {
-        crater_log(LOG_WARNING, "leader: lease lost: %s", err.text);
-        return false;
+    if (err->errnum == CRATER_ENOENT) {
+        crater_log(LOG_WARNING, "leader: lease lost: %s", err->text);
+        return -1;
     }
-    if (crater_leader_deadline_passed(l->last_ok, mono_ms(), l->deadline_ms)) {
-        crater_log(LOG_WARNING,
-                   "leader: no renewal for %lld ms (ha.renewDeadline): %s",
-                   (long long)l->deadline_ms,
-                   err.text);
-        return false;
-    }
-    return true;
+    return 0;
+}
+
+static crater_leader_state_t state_locked(crater_leader_t *l)
+{
+    crater_leader_state_t s;
+
+    pthread_mutex_lock(&l->mu);
+    s = state_now(l);
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+/* Logs what the clock did since the last look (was: the state then). */
+static void log_clock(crater_leader_t *l,
+                      crater_leader_state_t was,
+                      crater_leader_state_t s,
+                      const crater_error_t *err)
+{
+    if (s == was || s == CRATER_LEADER_LEADING)
+        return;
+    crater_log(LOG_WARNING,
+               s == CRATER_LEADER_UNSURE ? "leader: no renewal for %lld ms "
+                                           "(ha.renewDeadline): not "
+                                           "serving as the leader until one "
+                                           "succeeds: %s"
+                                         : "leader: no renewal for %lld ms "
+                                           "(ha.leaseDuration): the "
+                                           "lease may have expired: %s",
+               (long long)(s == CRATER_LEADER_UNSURE ? l->deadline_ms
+                                                     : l->lease_ms),
+               err->text[0] ? err->text : "no answer");
 }
 
 static void lead(crater_leader_t *l)
 {
+    crater_leader_state_t was = CRATER_LEADER_LEADING, s;
+    crater_error_t err = {0};
+    int rc = 1;
+
     publish(l, CRATER_LEADER_LEADING, l->url);
-    while (!nap(l, l->retry_ms))
-        if (!renew(l)) {
+    while (!nap(l, rc > 0 ? l->retry_ms : RETRY_FAILED_MS)) {
+        err.text[0] = '\0';
+        rc = renew(l, &err);
+        s = rc < 0 ? CRATER_LEADER_LOST : state_locked(l);
+        if (rc == 0)
+            log_clock(l, was, s, &err);
+        if (s == CRATER_LEADER_LOST) {
             publish(l, CRATER_LEADER_LOST, "");
             while (!nap(l, l->retry_ms))
                 ; /* until the program has stepped down */
             return;
         }
+        was = s;
+    }
 }
 
 /* Gives the lease back (best effort): the next leader need not wait. */
@@ -275,20 +370,32 @@ crater_leader_state_t crater_leader_wait(crater_leader_t *l,
                           .tv_nsec = (long)(until % 1000) * 1000000L};
 
     pthread_mutex_lock(&l->mu);
-    while (l->state == seen && real_ms() < until)
-        if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) != 0)
+    while (state_now(l) == seen && real_ms() < until) {
+        /* the clock moves LEADING and UNSURE on without a signal */
+        int64_t now = real_ms(), w = until - now;
+        struct timespec slice = ts;
+        if ((seen == CRATER_LEADER_LEADING || seen == CRATER_LEADER_UNSURE)
+            && w > CLOCK_SLICE_MS) {
+            slice.tv_sec = (time_t)((now + CLOCK_SLICE_MS) / 1000);
+            slice.tv_nsec = (long)((now + CLOCK_SLICE_MS) % 1000) * 1000000L;
+        }
+        if (pthread_cond_timedwait(&l->cv, &l->mu, &slice) != 0
+            && real_ms() >= until)
             break;
-    s = l->state;
+    }
+    s = state_now(l);
     pthread_mutex_unlock(&l->mu);
     return s;
 }
 
 int64_t crater_leader_revision(crater_leader_t *l)
 {
+    crater_leader_state_t s;
     int64_t r;
 
     pthread_mutex_lock(&l->mu);
-    r = l->state == CRATER_LEADER_LEADING ? l->rev : 0;
+    s = state_now(l);
+    r = s == CRATER_LEADER_LEADING || s == CRATER_LEADER_UNSURE ? l->rev : 0;
     pthread_mutex_unlock(&l->mu);
     return r;
 }

@@ -4,13 +4,27 @@
  * One thread per craterd. While standing by it campaigns every retryPeriod:
  * a lease of leaseDuration and one transaction "the leader key does not
  * exist -> put it, with my URL, under my lease". The winner leads and
- * renews its lease every retryPeriod; when it could not renew for
- * renewDeadline (etcd unreachable), when the lease is gone or when the key
- * is no longer the one it wrote, it has LOST: the program must stop
- * writing (crater_store_set_fence(-1)) and scheduling, then rejoin as a
- * standby. The fence - every write of the leader compares the key's
- * mod_revision, crater_leader_revision() - is what makes a deposed leader
- * harmless even before it notices.
+ * renews its lease every retryPeriod. Both clocks below count from when
+ * the last successful renewal was sent (etcd restarts the TTL when it
+ * gets it, later), and they hold on their own: the state read is the
+ * state now, even while the thread waits on a renewal that hangs.
+ *
+ *   - renewDeadline without a renewal: UNSURE. The lease may have expired
+ *     (a standby may lead soon) or not (etcd was electing its own leader,
+ *     which extends every lease): the program must stop answering and
+ *     scheduling as the leader, and keep its state. A renewal that then
+ *     succeeds, with the key still the one it wrote, makes it LEADING
+ *     again: nobody else can have led meanwhile, since the key was never
+ *     replaced.
+ *   - leaseDuration without a renewal, the lease gone or the key no
+ *     longer the one it wrote: LOST. The program must stop writing
+ *     (crater_store_set_fence(-1)) and scheduling, then rejoin as a
+ *     standby.
+ *
+ * The fence - every write of the leader compares the key's mod_revision,
+ * crater_leader_revision() - is what makes a deposed leader harmless even
+ * before it notices; UNSURE is what keeps it from answering as the leader
+ * once a standby could have won (renewDeadline < leaseDuration).
  *
  * Ownership: the store is borrowed (the election's own connection: its
  * requests are bounded by retryPeriod, not by craterd's 10 s); strings
@@ -30,6 +44,9 @@
 typedef enum crater_leader_state {
     CRATER_LEADER_STANDBY, /* campaigning; someone else (or nobody) leads */
     CRATER_LEADER_LEADING, /* this craterd holds the key */
+    CRATER_LEADER_UNSURE,  /* it did, and has not renewed for renewDeadline:
+                              serve nothing until a renewal says (back to
+                              LEADING) or leaseDuration passes (LOST) */
     CRATER_LEADER_LOST,    /* it did and lost it: step down, then rejoin */
     CRATER_LEADER_STOPPED  /* destroyed */
 } crater_leader_state_t;
@@ -54,7 +71,8 @@ crater_leader_state_t crater_leader_wait(crater_leader_t *l,
                                          crater_leader_state_t seen,
                                          int64_t ms);
 
-/* The leader key's mod_revision while LEADING (the fence); 0 otherwise. */
+/* The leader key's mod_revision while LEADING or UNSURE (the fence); 0
+ * otherwise. */
 int64_t crater_leader_revision(crater_leader_t *l);
 
 /* The URL of the leader last seen ("" when none) into buf. */
@@ -75,5 +93,12 @@ void crater_leader_destroy(crater_leader_t *l);
 int crater_leader_deadline_passed(int64_t last_ok_ms,
                                   int64_t now_ms,
                                   int64_t renew_deadline_ms);
+
+/* Pure: what a leader is at now_ms that last renewed at last_ok_ms
+ * (LEADING, UNSURE past the renew deadline, LOST past the lease). */
+crater_leader_state_t crater_leader_clock(int64_t last_ok_ms,
+                                          int64_t now_ms,
+                                          int64_t renew_deadline_ms,
+                                          int64_t lease_ms);
 
 #endif /* CRATER_DAEMON_LEADER_H */

@@ -553,17 +553,34 @@ static void sched_pass(crater_daemon_t *d)
         fflush(d->declog);
 }
 
+/* Waits up to TICK_MS for loop_kick() (caller holds d->mu). */
+static void sched_nap(crater_daemon_t *d)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += TICK_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&d->wake, &d->mu, &ts);
+}
+
 static void *sched_main(void *arg)
 {
     crater_daemon_t *d = arg;
     int64_t next_tick = 0, next_expire = 0;
-    struct timespec ts;
 
     pthread_setname_np(pthread_self(), "scheduler"); /* top -H, perf, gdb */
 
     pthread_mutex_lock(&d->mu);
     while (!d->stopping) {
         int64_t now = dnow_ms();
+        if (d->paused) { /* not sure it still leads: decide nothing */
+            sched_nap(d);
+            continue;
+        }
         if (now >= next_tick) {
             if (d->util_dirty || (d->recheck_ms && now >= d->recheck_ms)) {
                 d->util_dirty = false;
@@ -585,13 +602,7 @@ static void *sched_main(void *arg)
             sched_pass(d);
             continue;
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += TICK_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&d->wake, &d->mu, &ts);
+        sched_nap(d);
     }
     node_poll_tick(d, dnow_ms());
     pthread_mutex_unlock(&d->mu);

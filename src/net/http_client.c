@@ -10,10 +10,11 @@
  * comma-separated list. A request goes to the current server; it moves to
  * another one and is sent again when the answer proves the request was
  * not applied: the connection could not be made (nothing was sent), a
- * standby answered 503 with X-Crater-Leader (standbys apply nothing; the
- * client goes to the leader it names when that is in the list, else to
- * the next server; "none" while no leader is elected), or a GET/HEAD
- * failed in any way. Other
+ * standby (or a leader unsure it still leads) answered 503 with
+ * X-Crater-Leader (they apply nothing; the client goes to the leader it
+ * names when that is in the list, else to the next server; "none" while
+ * no leader is known), or a GET/HEAD failed in any way. With one server
+ * only that 503 is tried again (on the same server). Other
  * failures are returned: a POST whose connection broke may have been
  * applied, and only the caller may decide to send it again. It keeps
  * trying, one pause of 200 ms after each round over the list, for at most
@@ -439,7 +440,11 @@ int crater_client_request(crater_client_t *c,
                               resp,
                               resp_len,
                               err);
-        if (c->nbases < 2 || !may_resend(c, method, rc, *status, err)
+        /* one server: tried again only on a 503 that names a leader
+           (it applied nothing; a load balancer in front of several, or a
+           leader pausing), never when it cannot be reached */
+        if ((c->nbases < 2 && rc != 0)
+            || !may_resend(c, method, rc, *status, err)
             || (mono_ms() >= until && tries >= c->nbases))
             return rc;
         free(*resp);

@@ -208,6 +208,9 @@ until_ 15 'n=$(leader); [ -n "$n" ] && [ "$n" != "$L" ]' && ok || bad "partition
 echo "partition: craterd $L cut off from etcd, craterd $(leader) leads after $(echo "$(now) - $t0" | bc)s"
 until_ 20 '[ "$(role "$L")" != leader ]' && ok || bad "partition: craterd $L still claims to lead"
 until_ 20 'grep -q "stepped down" "$tmp/cd$L.log"' && ok || bad "partition: craterd $L did not step down: $(tail -3 "$tmp/cd$L.log")"
+# for the record (the monitor checks the rest): paused at renewDeadline,
+# stepped down at leaseDuration
+grep -E "leader: (no renewal|paused|resumed|stepped down)" "$tmp/cd$L.log" | sed "s/^/partition: craterd $L: /"
 base=$(acked)
 until_ 20 '[ "$(acked)" -ge $((base + 3)) ]' && ok || bad "partition: submissions go on at the new leader"
 kill -CONT "${epid[$L]}"
@@ -222,6 +225,7 @@ kill -9 "${epid[$O]}"; wait "${epid[$O]}" 2>/dev/null
 until_ 20 '[ "$(acked)" -ge $((base + 10)) ]' && ok || bad "one member down: submissions go on"
 [ "$(failed)" = "$fbase" ] && ok || bad "one member down: client errors: $(tail -n +$((fbase + 1)) "$tmp/failed")"
 [ "$(leader)" = "$L" ] && ok || bad "one member down: the leader stays"
+grep -E "leader: (paused|resumed)" "$tmp/cd$L.log" | sed "s/^/one member down: craterd $L: /"
 touch "$tmp/pause"; sleep 0.5
 kill -9 "${epid[$P]}"; wait "${epid[$P]}" 2>/dev/null
 t0=$(now)

@@ -1046,6 +1046,102 @@ START_TEST(client_follows_the_leader)
 }
 END_TEST
 
+/* A leader that pauses (issue 11's two-leaders finding): 503 with
+ * "X-Crater-Leader: none" for its first three POSTs, then 201. */
+static atomic_int paused_hits;
+
+static void h_paused(crater_http_req_t *r, crater_http_resp_t *resp, void *arg)
+{
+    (void)r;
+    (void)arg;
+    if (atomic_fetch_add(&paused_hits, 1) >= 3) {
+        crater_http_json(resp, 201, json_pack("{s:b}", "stored", 1));
+        return;
+    }
+    crater_http_json(resp,
+                     503,
+                     json_pack("{s:s, s:s}",
+                               "error",
+                               "cannot renew its leadership",
+                               "code",
+                               "EUNAVAIL"));
+    if (asprintf(&resp->headers, "Retry-After: 1\r\nX-Crater-Leader: none") < 0)
+        resp->headers = NULL;
+}
+
+/* One server: a 503 naming a leader (or "none") is tried again on it, a
+ * POST included, until it answers or the failover time has passed; a
+ * 503 without the header is returned at once. */
+START_TEST(client_one_server_retries_a_leaders_503)
+{
+    crater_router_t *prt = crater_router_create();
+    crater_http_opts_t o = {.listen = "127.0.0.1:0", .threads = 1};
+    crater_http_server_t *sv;
+    crater_client_t *c;
+    crater_error_t err;
+    char pbase[64], *body = NULL;
+    long status = 0;
+    json_t *out = NULL;
+
+    atomic_store(&paused_hits, 0);
+    ck_assert_int_eq(crater_router_add(prt, "POST", "/p", h_paused, NULL, &err),
+                     0);
+    crater_router_fallback(prt, h_standby, NULL);
+    ck_assert_ptr_nonnull(sv = crater_http_start(&o, prt, &err));
+    snprintf(pbase, sizeof pbase, "http://127.0.0.1:%u", crater_http_port(sv));
+    ck_assert_ptr_nonnull(c = crater_client_create(pbase, NULL, &err));
+    ck_assert_int_eq(crater_client_json(c,
+                                        "POST",
+                                        "/p",
+                                        json_null(),
+                                        &out,
+                                        &err),
+                     0);
+    ck_assert(json_is_true(json_object_get(out, "stored")));
+    json_decref(out);
+    ck_assert_int_eq(atomic_load(&paused_hits), 4);
+
+    /* a 503 that stays: returned once the failover time is over */
+    snprintf(standby_leader, sizeof standby_leader, "none");
+    atomic_store(&standby_hits, 0);
+    crater_client_set_failover_ms(c, 300);
+    ck_assert_int_eq(crater_client_request(c,
+                                           "POST",
+                                           "/jobs",
+                                           NULL,
+                                           NULL,
+                                           0,
+                                           &status,
+                                           &body,
+                                           NULL,
+                                           &err),
+                     0);
+    ck_assert_int_eq(status, 503);
+    ck_assert_int_ge(atomic_load(&standby_hits), 2);
+    free(body);
+    body = NULL;
+    /* no X-Crater-Leader: not tried again */
+    atomic_store(&standby_hits, 0);
+    ck_assert_int_eq(crater_client_request(c,
+                                           "GET",
+                                           "/plain503",
+                                           NULL,
+                                           NULL,
+                                           0,
+                                           &status,
+                                           &body,
+                                           NULL,
+                                           &err),
+                     0);
+    ck_assert_int_eq(status, 503);
+    ck_assert_int_eq(atomic_load(&standby_hits), 1);
+    free(body);
+    crater_client_destroy(c);
+    crater_http_stop(sv);
+    crater_router_destroy(prt);
+}
+END_TEST
+
 START_TEST(client_timeout)
 {
     crater_error_t err;
@@ -1381,6 +1477,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, stop_sends_what_was_completed);
     tcase_add_test(tc, slow_clients_do_not_block);
     tcase_add_test(tc, client_follows_the_leader);
+    tcase_add_test(tc, client_one_server_retries_a_leaders_503);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,19 +2,23 @@
  * etcd: of two candidates exactly one leads and the other knows its URL;
  * a leader that stops hands over at once (it revokes its lease); a leader
  * whose lease is revoked behind its back finds out and reports LOST, and
- * its fence then refuses its writes; after rejoin it stands by; the renew
- * deadline's arithmetic. Exits 77 (ctest: skipped) without etcd. */
+ * its fence then refuses its writes; after rejoin it stands by; a leader
+ * whose renewal hangs (etcd stopped) reads UNSURE once renewDeadline has
+ * passed and LOST once leaseDuration has, while the renewal still waits;
+ * one whose etcd comes back in between leads again under the same key
+ * revision; the clock's arithmetic. Exits 77 (ctest: skipped) without
+ * etcd. */
 #include <check.h>
 
 #include "daemon/leader.h"
 #include "etcd_fixture.h"
 
-static crater_store_t *open_store(void)
+static crater_store_t *open_store_ms(long timeout_ms)
 {
     char *eps[] = {client_url, NULL};
     crater_store_etcd_opts_t o = {.endpoints = eps,
                                   .prefix = "/tl/",
-                                  .timeout_ms = 1000};
+                                  .timeout_ms = timeout_ms};
     crater_error_t err;
     crater_store_t *st = crater_store_open_etcd(&o, &err);
 
@@ -22,18 +26,31 @@ static crater_store_t *open_store(void)
     return st;
 }
 
-static crater_leader_t *candidate(crater_store_t *st, const char *url)
+static crater_store_t *open_store(void)
+{
+    return open_store_ms(1000);
+}
+
+static crater_leader_t *candidate_ms(crater_store_t *st,
+                                     const char *url,
+                                     int64_t lease_ms,
+                                     int64_t deadline_ms)
 {
     crater_leader_opts_t o = {.store = st,
                               .url = url,
-                              .lease_ms = 2000,
-                              .renew_deadline_ms = 1500,
+                              .lease_ms = lease_ms,
+                              .renew_deadline_ms = deadline_ms,
                               .retry_ms = 100};
     crater_error_t err;
     crater_leader_t *l = crater_leader_start(&o, &err);
 
     ck_assert_msg(l != NULL, "start: %s", err.text);
     return l;
+}
+
+static crater_leader_t *candidate(crater_store_t *st, const char *url)
+{
+    return candidate_ms(st, url, 2000, 1500);
 }
 
 /* Waits (at most ms) until l is in state want. */
@@ -118,11 +135,69 @@ START_TEST(lost_lease_is_noticed_and_fenced)
 }
 END_TEST
 
+/* etcd stops answering (SIGSTOP) and the election's requests wait 30 s:
+   the leader must read UNSURE once renewDeadline (1.5 s) has passed since
+   its last renewal and LOST once the lease (2 s) has, not when the hung
+   request gives up (another craterd may lead by then). */
+START_TEST(hung_renewal_is_unsure_then_lost)
+{
+    crater_store_t *sa = open_store_ms(30000);
+    crater_leader_t *a = candidate(sa, "http://a:1");
+    int unsure, lost;
+
+    ck_assert(reaches(a, CRATER_LEADER_LEADING, 5000));
+    ck_assert_int_eq(kill(etcd_pid, SIGSTOP), 0);
+    unsure = reaches(a, CRATER_LEADER_UNSURE, 10000);
+    lost = reaches(a, CRATER_LEADER_LOST, 10000);
+    kill(etcd_pid, SIGCONT); /* before any assertion: the next tests */
+    ck_assert_msg(unsure, "never UNSURE after etcd stopped");
+    ck_assert_msg(lost, "not LOST 10 s after the deadline");
+    ck_assert_int_eq(crater_leader_revision(a), 0);
+    crater_leader_destroy(a);
+    crater_store_close(sa);
+}
+END_TEST
+
+/* etcd stops, the leader turns UNSURE (and keeps its fence), etcd comes
+   back before the lease (4 s) ran out: the next renewal makes it LEADING
+   again, under the same key revision (nobody led meanwhile). */
+START_TEST(unsure_leader_renews_and_leads_again)
+{
+    crater_store_t *sa = open_store();
+    crater_leader_t *a = candidate_ms(sa, "http://a:1", 4000, 1000);
+    int64_t rev;
+    int unsure;
+
+    ck_assert(reaches(a, CRATER_LEADER_LEADING, 5000));
+    rev = crater_leader_revision(a);
+    ck_assert_int_gt(rev, 0);
+    ck_assert_int_eq(kill(etcd_pid, SIGSTOP), 0);
+    unsure = reaches(a, CRATER_LEADER_UNSURE, 5000);
+    kill(etcd_pid, SIGCONT);
+    ck_assert_msg(unsure, "never UNSURE after etcd stopped");
+    ck_assert_int_eq(crater_leader_revision(a), rev);
+    ck_assert_msg(reaches(a, CRATER_LEADER_LEADING, 5000),
+                  "not LEADING again after etcd came back (state %d)",
+                  (int)crater_leader_wait(a, CRATER_LEADER_LEADING, 0));
+    ck_assert_int_eq(crater_leader_revision(a), rev);
+    crater_leader_destroy(a);
+    crater_store_close(sa);
+}
+END_TEST
+
 START_TEST(renew_deadline)
 {
     ck_assert(!crater_leader_deadline_passed(1000, 2999, 2000));
     ck_assert(crater_leader_deadline_passed(1000, 3000, 2000));
     ck_assert(crater_leader_deadline_passed(1000, 9000, 2000));
+    ck_assert_int_eq(crater_leader_clock(1000, 2999, 2000, 3000),
+                     CRATER_LEADER_LEADING);
+    ck_assert_int_eq(crater_leader_clock(1000, 3000, 2000, 3000),
+                     CRATER_LEADER_UNSURE);
+    ck_assert_int_eq(crater_leader_clock(1000, 3999, 2000, 3000),
+                     CRATER_LEADER_UNSURE);
+    ck_assert_int_eq(crater_leader_clock(1000, 4000, 2000, 3000),
+                     CRATER_LEADER_LOST);
 }
 END_TEST
 
@@ -136,6 +211,8 @@ int main(void)
     tcase_add_test(tc, renew_deadline);
     tcase_add_test(tc, one_leader_and_handover);
     tcase_add_test(tc, lost_lease_is_noticed_and_fenced);
+    tcase_add_test(tc, hung_renewal_is_unsure_then_lost);
+    tcase_add_test(tc, unsure_leader_renews_and_leads_again);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     if (start_etcd() < 0) {
