@@ -2,8 +2,12 @@
  * started on free loopback ports with a temporary data directory and
  * stopped at exit: start_etcd() (-1 when etcd is not installed: the test
  * exits 77, ctest "skipped"), then wait_etcd(). client_url is its
- * endpoint, dead_url a port nothing listens on. Include once per test
- * program (static state). */
+ * endpoint, dead_url a port nothing listens on: bound by this process
+ * and never listened on (connections are refused), held until it exits,
+ * so that no other test's server can take it (an open store on the "dead"
+ * endpoint succeeded once in CI). The three ports are picked while each
+ * other's sockets are held, so they differ. Include once per test program
+ * (static state). */
 #ifndef CRATER_TEST_ETCD_FIXTURE_H
 #define CRATER_TEST_ETCD_FIXTURE_H
 
@@ -24,19 +28,18 @@ static char datadir[64];
 static char client_url[64];
 static char dead_url[64];
 
-static int free_port(void)
+/* A free loopback port, bound (not listening) by *fd until closed. */
+static int hold_port(int *fd)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t l = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
 
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0
-        || getsockname(fd, (struct sockaddr *)&a, &l) < 0)
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof(a)) < 0
+        || getsockname(*fd, (struct sockaddr *)&a, &l) < 0)
         return -1;
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    return ntohs(a.sin_port);
 }
 
 static void stop_etcd(void)
@@ -56,9 +59,17 @@ static void stop_etcd(void)
 /* Starts etcd; 0 when it answers, -1 when it is not installed. */
 static int start_etcd(void)
 {
+    static int dead_fd = -1; /* held until exit */
     char peer[64], log[96], cluster[80];
-    int cp = free_port(), pp = free_port();
+    int cfd, pfd;
+    int cp = hold_port(&cfd), pp = hold_port(&pfd);
 
+    snprintf(dead_url,
+             sizeof(dead_url),
+             "http://127.0.0.1:%d",
+             hold_port(&dead_fd));
+    close(cfd); /* etcd binds these two */
+    close(pfd);
     if (system("command -v etcd >/dev/null 2>&1") != 0)
         return -1;
     strcpy(datadir, "/tmp/crater-etcd-XXXXXX");
@@ -66,7 +77,6 @@ static int start_etcd(void)
         return -1;
     snprintf(client_url, sizeof(client_url), "http://127.0.0.1:%d", cp);
     snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pp);
-    snprintf(dead_url, sizeof(dead_url), "http://127.0.0.1:%d", free_port());
     snprintf(log, sizeof(log), "%s/etcd.log", datadir);
     snprintf(cluster, sizeof(cluster), "t=%s", peer);
     parent_pid = getpid();
