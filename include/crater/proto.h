@@ -7,7 +7,8 @@
  * craterd holds), the stop and resync orders, the work response (the
  * long poll's answer: a sequence number and numbered items), the task
  * events (started, exited), the register request and its answer, and the
- * heartbeat (machine utilisation and each running task's usage).
+ * heartbeat (machine utilisation, each running task's usage and the
+ * node's listening TCP ports).
  *
  * The wire format is JSON with the field names doc/api.md documents.
  * Decoders use the field-table decoder (crater/dec.h): an unknown key, a
@@ -46,7 +47,8 @@
 #define CRATER_PROTO_MAX_TASKS 4096 /* per register or heartbeat */
 #define CRATER_PROTO_MAX_ITEMS 65536
 #define CRATER_PROTO_MAX_EVENTS 4096
-#define CRATER_PROTO_JOB_MAX 20 /* digits of a uint64 */
+#define CRATER_PROTO_MAX_PORTS 16384 /* per heartbeat ("listening") */
+#define CRATER_PROTO_JOB_MAX 20      /* digits of a uint64 */
 
 /* ---- names: one table per enum -------------------------------------- */
 
@@ -363,6 +365,13 @@ typedef struct crater_proto_heartbeat {
     crater_proto_gpu_util_t gpus[CRATER_MAX_GPUS_PER_NODE];
     crater_proto_usage_t *tasks; /* running tasks */
     size_t ntasks;
+    /* "listening": the TCP ports something listens on at the node (any
+     * address, IPv4 or IPv6), ascending and unique, so that craterd picks
+     * MASTER_PORT and CRATER_SERVICE_PORT among the others; has_ports
+     * false = not reported (the last report stands) */
+    bool has_ports;
+    uint16_t *ports;
+    size_t nports;
 } crater_proto_heartbeat_t;
 
 json_t *crater_proto_heartbeat_encode(const crater_proto_heartbeat_t *h);

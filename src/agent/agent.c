@@ -35,6 +35,7 @@
 
 #include "agent/discover.h"
 #include "agent/internal.h"
+#include "agent/ports.h"
 #include "crater/doc.h"
 #include "crater/hwfile.h"
 #include "crater/log.h"
@@ -471,6 +472,11 @@ static void heartbeat(crater_agent_t *a)
     if (!hb)
         return;
     util_sample(a, hb);
+    hb->has_ports = crater_ports_listening(NULL,
+                                           CRATER_PROTO_MAX_PORTS,
+                                           &hb->ports,
+                                           &hb->nports)
+                    == 0;
     pthread_mutex_lock(&a->mu);
     hb->tasks = calloc(a->ntasks + 1, sizeof(*hb->tasks));
     for (size_t i = 0; hb->tasks && i < a->ntasks; i++)
@@ -480,6 +486,7 @@ static void heartbeat(crater_agent_t *a)
         body = crater_proto_heartbeat_encode(hb);
     pthread_mutex_unlock(&a->mu);
     free(hb->tasks);
+    free(hb->ports);
     free(hb);
     if (!body)
         return;

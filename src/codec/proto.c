@@ -1965,9 +1965,40 @@ static int f_hb_tasks(crater_dec_t *d, json_t *v, void *obj)
     return crater_dec_array(d, v, CRATER_PROTO_MAX_TASKS, e_usage, h);
 }
 
+static int e_port(crater_dec_t *d, json_t *v, void *obj, size_t i)
+{
+    crater_proto_heartbeat_t *h = obj;
+    uint32_t p;
+
+    if (crater_dec_u32(d, v, 1, 65535, &p) < 0)
+        return -1;
+    if (i > 0 && p <= h->ports[i - 1])
+        return crater_dec_fail(d,
+                               CRATER_EINVAL,
+                               "ports must be ascending and unique (%u "
+                               "after %u)",
+                               (unsigned)p,
+                               (unsigned)h->ports[i - 1]);
+    h->ports[i] = (uint16_t)p;
+    h->nports = i + 1;
+    return 0;
+}
+
+static int f_hb_ports(crater_dec_t *d, json_t *v, void *obj)
+{
+    crater_proto_heartbeat_t *h = obj;
+
+    if (!(h->ports =
+              array_room(v, CRATER_PROTO_MAX_PORTS, sizeof(*h->ports), 0)))
+        return crater_dec_fail(d, CRATER_ENOMEM, "out of memory");
+    h->has_ports = true;
+    return crater_dec_array(d, v, CRATER_PROTO_MAX_PORTS, e_port, h);
+}
+
 static const crater_dec_field_t heartbeat_fields[] = {
     {"util", f_hb_util, 0},
     {"tasks", f_hb_tasks, 0},
+    {"listening", f_hb_ports, 0},
     {NULL, NULL, 0},
 };
 
@@ -2025,6 +2056,18 @@ static json_t *util_encode(const crater_proto_heartbeat_t *h)
                      gpus);
 }
 
+static json_t *ports_encode(const crater_proto_heartbeat_t *h)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < h->nports; i++)
+        if (json_array_append_new(a, json_integer(h->ports[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 json_t *crater_proto_heartbeat_encode(const crater_proto_heartbeat_t *h)
 {
     json_t *tasks = json_array(), *o;
@@ -2039,6 +2082,11 @@ json_t *crater_proto_heartbeat_encode(const crater_proto_heartbeat_t *h)
     o = json_pack("{s:o}", "tasks", tasks);
     if (o && h->has_util
         && json_object_set_new(o, "util", util_encode(h)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && h->has_ports
+        && json_object_set_new(o, "listening", ports_encode(h)) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -2063,5 +2111,6 @@ void crater_proto_heartbeat_clear(crater_proto_heartbeat_t *h)
     for (size_t i = 0; h->tasks && i < h->ntasks; i++)
         free(h->tasks[i].job);
     free(h->tasks);
+    free(h->ports);
     memset(h, 0, sizeof(*h));
 }

@@ -367,7 +367,7 @@ static const row_t rows[] = {
  "How many ports from server.gangPortBase (up to 65535) craterd chooses "
  "MASTER_PORT from: the first one, counting from the job id modulo this "
  "count, that no other placed gang with its rank 0 on the same node "
- "holds."},
+ "holds and no process there listens on (its agent's heartbeat)."},
 {"server.headerTimeout", T_DURATION, F(server.header_timeout_ms), "10s", 0,
  3600e3, 0, NULL, NULL,
  "A request's header must be complete this long after its first line "

@@ -722,6 +722,8 @@ static void h_heartbeat(crater_http_req_t *r,
         goto out;
     mark_alive(d, n, now);
     apply_util(d, n, &hb);
+    if (hb.has_ports)
+        node_held_set(d, n, hb.ports, hb.nports);
     for (size_t i = 0; i < hb.ntasks; i++) {
         const crater_proto_usage_t *u = &hb.tasks[i];
         djob_t *j = placed_job(d, n, u->job, u->attempt, u->replica);

@@ -12,8 +12,9 @@
  * jobs). 5: checkpoints (issue 14): "checkpointDir" in task orders, a
  * preemption "notice" in stops, "checkpoint" and "progress" events. 6: a
  * service replica's "readiness" command in its task order, run by the
- * agent as the task, and "ready" events. */
-#define CRATER_AGENT_PROTOCOL 6
+ * agent as the task, and "ready" events. 7: the node's listening TCP
+ * ports in heartbeats ("listening"). */
+#define CRATER_AGENT_PROTOCOL 7
 
 /* Static string, never freed. Inline: the agent and the CLI use it too,
  * and a floor's library calls only down (scripts/check-links.sh). */

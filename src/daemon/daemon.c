@@ -451,6 +451,7 @@ static void free_state(crater_daemon_t *d)
         free(n->reason);
         free(n->addr);
         free(n->hw_change);
+        free(n->held);
         free(n->name);
         free(n);
     }

@@ -72,12 +72,15 @@ int gang_init(djob_t *j, crater_error_t *err)
     return 0;
 }
 
-/* Is port held by another placed gang whose rank 0 is on node? */
+/* Is port held by another placed gang whose rank 0 is on node, or by
+ * any process there (its agent's last report)? */
 static bool port_taken(crater_daemon_t *d,
                        const djob_t *j,
                        uint32_t node,
                        uint32_t port)
 {
+    if (node_port_held(d, node, port))
+        return true;
     for (size_t i = 0; i < d->njobs; i++) {
         const djob_t *o = d->jobs[i];
         if (o != j && o->nrep && o->placed && o->rep[0].pl.node == node

@@ -205,6 +205,11 @@ typedef struct dnode {
                    replicas' MASTER_ADDR); NULL = the node's name */
     crater_node_util_t util;
     double util_mem_bw; /* unused placeholder for later dimensions */
+    /* the ports of craterd's gang and service ranges that something
+       listens on there, as its agent last reported (ascending; node_held_*
+       in nodes.c) */
+    uint16_t *held;
+    size_t nheld;
     /* work channel */
     work_item_t *work;
     size_t nwork, capwork;
@@ -570,6 +575,14 @@ dnode_t *node_add(crater_daemon_t *d,
                   const char *expect,
                   crater_error_t *err);
 json_t *node_to_json(crater_daemon_t *d, const dnode_t *n);
+/* The heartbeat's listening ports: keeps those in the gang and service
+ * ranges (server.gangPortBase, 2 x gangPorts) as n->held. */
+void node_held_set(crater_daemon_t *d,
+                   dnode_t *n,
+                   const uint16_t *ports,
+                   size_t nports);
+/* Whether something listens on port at the node whose core id is sid. */
+bool node_port_held(crater_daemon_t *d, uint32_t sid, uint32_t port);
 json_t *nodes_to_json(crater_daemon_t *d); /* all nodes, one pass */
 int node_save(crater_daemon_t *d, dnode_t *n);
 /* A re-registering agent's hardware hw against n's registered capacity:

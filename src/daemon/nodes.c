@@ -458,12 +458,79 @@ static json_t *node_json(crater_daemon_t *d, const dnode_t *n, node_agg_t *g)
     return o;
 }
 
-/* o with "hardware_change" when an agent reported other capacity. */
+/* o with "hardware_change" when an agent reported other capacity, and
+ * "heldPorts" when something outside craterd's choice holds ports of its
+ * ranges there. */
 static json_t *with_change(json_t *o, const dnode_t *n)
 {
+    json_t *a;
+
     if (o && n->hw_change)
         json_object_set_new(o, "hardware_change", json_string(n->hw_change));
+    if (o && n->nheld && (a = json_array())) {
+        for (size_t i = 0; i < n->nheld; i++)
+            json_array_append_new(a, json_integer(n->held[i]));
+        json_object_set_new(o, "heldPorts", a);
+    }
     return o;
+}
+
+/* [lo, hi): the ports craterd gives out (gang.c, services.c). */
+static void port_range(const crater_daemon_t *d, uint32_t *lo, uint32_t *hi)
+{
+    *lo = d->cfg.server.gang_port_base;
+    *hi = *lo + 2 * d->cfg.server.gang_ports;
+    if (*hi > 65536)
+        *hi = 65536;
+}
+
+void node_held_set(crater_daemon_t *d,
+                   dnode_t *n,
+                   const uint16_t *ports,
+                   size_t nports)
+{
+    uint32_t lo, hi;
+    size_t k = 0;
+    uint16_t *h;
+
+    port_range(d, &lo, &hi);
+    for (size_t i = 0; i < nports; i++)
+        k += ports[i] >= lo && ports[i] < hi;
+    if (k == n->nheld && k > 0) { /* the common case: no change */
+        size_t j = 0;
+        for (size_t i = 0; i < nports && j < k; i++)
+            if (ports[i] >= lo && ports[i] < hi && ports[i] != n->held[j++])
+                goto changed;
+        return;
+    }
+changed:
+    h = k ? malloc(k * sizeof(*h)) : NULL;
+    if (k && !h)
+        return; /* out of memory: keep the last report */
+    k = 0;
+    for (size_t i = 0; i < nports; i++)
+        if (ports[i] >= lo && ports[i] < hi)
+            h[k++] = ports[i];
+    free(n->held);
+    n->held = h;
+    n->nheld = k;
+}
+
+bool node_port_held(crater_daemon_t *d, uint32_t sid, uint32_t port)
+{
+    const dnode_t *n = node_by_sid(d, sid);
+    size_t lo = 0, hi = n ? n->nheld : 0;
+
+    while (lo < hi) { /* held is ascending */
+        size_t mid = lo + (hi - lo) / 2;
+        if (n->held[mid] == port)
+            return true;
+        if (n->held[mid] < port)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
 }
 
 json_t *node_to_json(crater_daemon_t *d, const dnode_t *n)

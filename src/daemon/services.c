@@ -35,8 +35,9 @@
  *
  * Replica ports: craterd picks CRATER_SERVICE_PORT at bind from
  * [gangPortBase + gangPorts, + gangPorts), unique over all placed
- * replicas of the cluster (nodes of `crater up` share one host). Like
- * MASTER_PORT, it is free of Crater's own tasks, not checked on the node.
+ * replicas of the cluster (nodes of `crater up` share one host) and of
+ * the ports the replica's node reports listening (its agent's heartbeat:
+ * a process outside Crater holding one), as MASTER_PORT is.
  */
 #include "daemon/services.h"
 
@@ -299,6 +300,8 @@ int rep_url(crater_daemon_t *d, const djob_t *j, char *buf, size_t n)
 
 static bool port_used(crater_daemon_t *d, const djob_t *j, uint32_t port)
 {
+    if (node_port_held(d, j->pl.node, port)) /* a process of the node's */
+        return true;
     for (size_t i = 0; i < d->njobs; i++) {
         const djob_t *o = d->jobs[i];
         if (o != j && o->svc_id && o->placed && o->master_port == port)

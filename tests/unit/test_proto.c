@@ -430,6 +430,7 @@ START_TEST(heartbeat_round_trip)
     ck_assert_double_eq(out->gpus[0].mem_activity, -1);
     ck_assert_str_eq(out->tasks[0].job, "17");
     ck_assert_double_eq(out->tasks[0].cpu_millis, 900.5);
+    ck_assert(!out->has_ports); /* not reported: left off the wire */
     crater_proto_heartbeat_clear(out);
     /* samples are optional: {"tasks": []} is a heartbeat */
     in->has_util = false;
@@ -439,6 +440,28 @@ START_TEST(heartbeat_round_trip)
                DEC(crater_proto_heartbeat_decode),
                out);
     ck_assert(!out->has_util);
+    crater_proto_heartbeat_clear(out);
+    /* protocol 7: the node's listening ports; none is a report too */
+    in->has_ports = true;
+    in->ports = (uint16_t[]){22, 29501, 65535};
+    in->nports = 3;
+    round_trip(in,
+               ENC(crater_proto_heartbeat_encode),
+               DEC(crater_proto_heartbeat_decode),
+               out);
+    ck_assert(out->has_ports);
+    ck_assert_uint_eq(out->nports, 3);
+    ck_assert_uint_eq(out->ports[0], 22);
+    ck_assert_uint_eq(out->ports[1], 29501);
+    ck_assert_uint_eq(out->ports[2], 65535);
+    crater_proto_heartbeat_clear(out);
+    in->nports = 0;
+    round_trip(in,
+               ENC(crater_proto_heartbeat_encode),
+               DEC(crater_proto_heartbeat_decode),
+               out);
+    ck_assert(out->has_ports);
+    ck_assert_uint_eq(out->nports, 0);
     crater_proto_heartbeat_clear(out);
     free(in);
     free(out);
@@ -592,6 +615,31 @@ START_TEST(messages_malformed)
             CLR(crater_proto_heartbeat_clear),
             sizeof(crater_proto_heartbeat_t),
             "tasks[0].usage.gpu");
+    refused("{\"listening\":[22,0]}",
+            DEC(crater_proto_heartbeat_decode),
+            CLR(crater_proto_heartbeat_clear),
+            sizeof(crater_proto_heartbeat_t),
+            "listening[1]");
+    refused("{\"listening\":[65536]}",
+            DEC(crater_proto_heartbeat_decode),
+            CLR(crater_proto_heartbeat_clear),
+            sizeof(crater_proto_heartbeat_t),
+            "listening[0]");
+    refused("{\"listening\":[80,22]}",
+            DEC(crater_proto_heartbeat_decode),
+            CLR(crater_proto_heartbeat_clear),
+            sizeof(crater_proto_heartbeat_t),
+            "listening[1]");
+    refused("{\"listening\":[80,80]}",
+            DEC(crater_proto_heartbeat_decode),
+            CLR(crater_proto_heartbeat_clear),
+            sizeof(crater_proto_heartbeat_t),
+            "listening[1]");
+    refused("{\"listening\":\"22\"}",
+            DEC(crater_proto_heartbeat_decode),
+            CLR(crater_proto_heartbeat_clear),
+            sizeof(crater_proto_heartbeat_t),
+            "listening");
 }
 END_TEST
 
