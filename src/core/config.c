@@ -450,8 +450,8 @@ static const row_t rows[] = {
 {"ha.renewDeadline", T_DURATION, F(ha.renew_deadline_ms), "2s", 100,
  3600000, 0, NULL, NULL, "A leader that has not renewed its lease for this "
  "long pauses (stops scheduling and answers the API with 503) before the "
- "lease can expire, resumes if a renewal then succeeds, and steps down at "
- "leaseDuration; shorter than leaseDuration."},
+ "lease can expire, resumes if a renewal then succeeds, and steps down "
+ "after twice leaseDuration; shorter than leaseDuration."},
 {"ha.retryPeriod", T_DURATION, F(ha.retry_ms), "500ms", 10, 3600000, 0,
  NULL, NULL, "How often the leader renews its lease and a standby tries to "
  "become leader; shorter than renewDeadline."},

@@ -13,8 +13,8 @@
  *        whole store instead, and the log says why
  *     -> UNSURE (no renewal for ha.renewDeadline): pause the daemon (the
  *        API answers 503, nothing is scheduled) until a renewal brings
- *        LEADING back (resume) or the lease runs out:
- *     -> LOST (no renewal for ha.leaseDuration, lease or key gone):
+ *        LEADING back (resume) or it gives up:
+ *     -> LOST (no renewal for twice ha.leaseDuration, lease or key gone):
  *        revoke the fence (every write fails at once), stop the daemon
  *        (scheduler, HTTP, queued commits), rejoin as a standby.
  *   SIGINT/SIGTERM at any point: stop what runs; a leader revokes its

@@ -14,10 +14,14 @@
  * the last successful renewal's send, and whoever reads the state sees
  * them, even while this thread waits on a renewal that hangs: a member
  * stopped, up to the election connection's request timeout). A renewal
- * that succeeds before leaseDuration makes it LEADING again without a
- * restart (etcd elected itself a new leader meanwhile: about a second
- * after a member is lost, longer under load, and every lease is extended);
- * at leaseDuration it has LOST. A standby tries every retryPeriod, so
+ * that succeeds, with the key still the one it wrote, makes it LEADING
+ * again without a restart: etcd elected itself a new leader meanwhile
+ * (about a second after a member is lost, longer under load) and extended
+ * every lease from then. Past twice leaseDuration it has LOST: its lease
+ * has expired by then unless etcd's own election took longer than a
+ * lease (safety does not hang on this bound: the fence and UNSURE do; it
+ * only says when to drop the state and stand by). A standby tries every
+ * retryPeriod, so
  * after kill -9 of the leader a standby leads within leaseDuration +
  * retryPeriod.
  *
@@ -75,7 +79,7 @@ crater_leader_state_t crater_leader_clock(int64_t last_ok_ms,
                                           int64_t renew_deadline_ms,
                                           int64_t lease_ms)
 {
-    if (now_ms - last_ok_ms >= lease_ms)
+    if (now_ms - last_ok_ms >= 2 * lease_ms)
         return CRATER_LEADER_LOST;
     if (crater_leader_deadline_passed(last_ok_ms, now_ms, renew_deadline_ms))
         return CRATER_LEADER_UNSURE;
@@ -252,10 +256,10 @@ static void log_clock(crater_leader_t *l,
                                            "serving as the leader until one "
                                            "succeeds: %s"
                                          : "leader: no renewal for %lld ms "
-                                           "(ha.leaseDuration): the "
-                                           "lease may have expired: %s",
+                                           "(twice ha.leaseDuration): "
+                                           "stepping down: %s",
                (long long)(s == CRATER_LEADER_UNSURE ? l->deadline_ms
-                                                     : l->lease_ms),
+                                                     : 2 * l->lease_ms),
                err->text[0] ? err->text : "no answer");
 }
 

@@ -16,9 +16,10 @@
  *     succeeds, with the key still the one it wrote, makes it LEADING
  *     again: nobody else can have led meanwhile, since the key was never
  *     replaced.
- *   - leaseDuration without a renewal, the lease gone or the key no
- *     longer the one it wrote: LOST. The program must stop writing
- *     (crater_store_set_fence(-1)) and scheduling, then rejoin as a
+ *   - twice leaseDuration without a renewal (etcd's own election may
+ *     extend the lease: it is given one more leaseDuration), the lease
+ *     gone or the key no longer the one it wrote: LOST. The program must stop
+ * writing (crater_store_set_fence(-1)) and scheduling, then rejoin as a
  *     standby.
  *
  * The fence - every write of the leader compares the key's mod_revision,
@@ -46,7 +47,8 @@ typedef enum crater_leader_state {
     CRATER_LEADER_LEADING, /* this craterd holds the key */
     CRATER_LEADER_UNSURE,  /* it did, and has not renewed for renewDeadline:
                               serve nothing until a renewal says (back to
-                              LEADING) or leaseDuration passes (LOST) */
+                              LEADING) or twice leaseDuration passes
+                              (LOST) */
     CRATER_LEADER_LOST,    /* it did and lost it: step down, then rejoin */
     CRATER_LEADER_STOPPED  /* destroyed */
 } crater_leader_state_t;
@@ -95,7 +97,7 @@ int crater_leader_deadline_passed(int64_t last_ok_ms,
                                   int64_t renew_deadline_ms);
 
 /* Pure: what a leader is at now_ms that last renewed at last_ok_ms
- * (LEADING, UNSURE past the renew deadline, LOST past the lease). */
+ * (LEADING, UNSURE past the renew deadline, LOST past twice the lease). */
 crater_leader_state_t crater_leader_clock(int64_t last_ok_ms,
                                           int64_t now_ms,
                                           int64_t renew_deadline_ms,

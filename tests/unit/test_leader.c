@@ -4,7 +4,7 @@
  * whose lease is revoked behind its back finds out and reports LOST, and
  * its fence then refuses its writes; after rejoin it stands by; a leader
  * whose renewal hangs (etcd stopped) reads UNSURE once renewDeadline has
- * passed and LOST once leaseDuration has, while the renewal still waits;
+ * passed and LOST once twice leaseDuration has, while the renewal still waits;
  * one whose etcd comes back in between leads again under the same key
  * revision; the clock's arithmetic. Exits 77 (ctest: skipped) without
  * etcd. */
@@ -137,8 +137,9 @@ END_TEST
 
 /* etcd stops answering (SIGSTOP) and the election's requests wait 30 s:
    the leader must read UNSURE once renewDeadline (1.5 s) has passed since
-   its last renewal and LOST once the lease (2 s) has, not when the hung
-   request gives up (another craterd may lead by then). */
+   its last renewal (another craterd may lead once the lease, 2 s, has)
+   and LOST once twice the lease has, not when the hung request gives
+   up. */
 START_TEST(hung_renewal_is_unsure_then_lost)
 {
     crater_store_t *sa = open_store_ms(30000);
@@ -194,9 +195,9 @@ START_TEST(renew_deadline)
                      CRATER_LEADER_LEADING);
     ck_assert_int_eq(crater_leader_clock(1000, 3000, 2000, 3000),
                      CRATER_LEADER_UNSURE);
-    ck_assert_int_eq(crater_leader_clock(1000, 3999, 2000, 3000),
+    ck_assert_int_eq(crater_leader_clock(1000, 6999, 2000, 3000),
                      CRATER_LEADER_UNSURE);
-    ck_assert_int_eq(crater_leader_clock(1000, 4000, 2000, 3000),
+    ck_assert_int_eq(crater_leader_clock(1000, 7000, 2000, 3000),
                      CRATER_LEADER_LOST);
 }
 END_TEST
